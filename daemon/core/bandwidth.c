@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "bandwidth.h"
+#include "duration.h"
+
+int bw_of(uint64_t runtime, uint64_t period, uint64_t *ret_bw) {
+        if (period == 0)
+                return -EINVAL;
+        if (runtime > (UINT64_MAX >> BW_SHIFT))
+                return -ERANGE;
+        *ret_bw = (runtime << BW_SHIFT) / period;
+        return 0;
+}
+
+int bw_kernel_capacity(unsigned ncpus, int64_t rt_runtime_us, uint64_t rt_period_us, uint64_t *ret_bw) {
+        uint64_t per_cpu, total;
+        int r;
+
+        if (rt_period_us == 0)
+                return -EINVAL;
+        if (rt_runtime_us < 0) {
+                *ret_bw = UINT64_MAX;
+                return 0;
+        }
+        /* The kernel: dl_b->bw = to_ratio(global_rt_period(), global_rt_runtime()), in ns; and
+         * cap_scale(dl_b->bw, cpus * SCHED_CAPACITY_SCALE) = bw * cpus for CPUs of full capacity.
+         * The ratio of the ns values equals the ratio of the us values only after scaling both, so
+         * compute in ns as the kernel does. */
+        if ((uint64_t) rt_runtime_us > UINT64_MAX / NSEC_PER_USEC || rt_period_us > UINT64_MAX / NSEC_PER_USEC)
+                return -ERANGE;
+        r = bw_of((uint64_t) rt_runtime_us * NSEC_PER_USEC, rt_period_us * NSEC_PER_USEC, &per_cpu);
+        if (r < 0)
+                return r;
+        if (__builtin_mul_overflow(per_cpu, (uint64_t) ncpus, &total))
+                return -ERANGE;
+        *ret_bw = total;
+        return 0;
+}
+
+int bw_add(uint64_t a, uint64_t b, uint64_t *ret) {
+        if (__builtin_add_overflow(a, b, ret))
+                return -ERANGE;
+        return 0;
+}
+
+int bw_sub(uint64_t a, uint64_t b, uint64_t *ret) {
+        if (b > a)
+                return -ERANGE;
+        *ret = a - b;
+        return 0;
+}
+
+char *bw_format(uint64_t bw, char *buf) {
+        unsigned __int128 tenths;
+
+        if (bw == UINT64_MAX) {
+                snprintf(buf, DURATION_MAX, "unlimited");
+                return buf;
+        }
+        tenths = ((unsigned __int128) bw * 1000) >> BW_SHIFT;
+        if (tenths % 10 == 0)
+                snprintf(buf, DURATION_MAX, "%" PRIu64 "%%", (uint64_t) (tenths / 10));
+        else
+                snprintf(buf, DURATION_MAX, "%" PRIu64 ".%u%%", (uint64_t) (tenths / 10), (unsigned) (tenths % 10));
+        return buf;
+}

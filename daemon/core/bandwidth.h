@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* Bandwidth in the kernel's own fixed point.
+ *
+ * The rule: a bandwidth is runtime/period as an unsigned fixed-point number with 20 fractional
+ * bits (BW_UNIT = 1 << 20 is one whole CPU), computed exactly as the kernel's to_ratio() computes
+ * it: (runtime << 20) / period, rounded down. Groups and reservations use the same formula.
+ *
+ * Why: the kernel admits a deadline task by adding this very number to its root domain's total
+ * and comparing with its capacity. If edfd rounded differently (up, or in another unit) its books
+ * and the kernel would disagree by a unit here and there, and either edfd would promise what the
+ * kernel refuses (EBUSY on a request the books say fits) or refuse what the kernel would take.
+ * Rounding down also means that children which add up exactly to their parent on paper fit: the
+ * sum of rounded-down parts never exceeds the rounded-down whole (10% + 15% + 15% fits 40%).
+ *
+ * All arithmetic on user-supplied numbers is overflow-checked; nothing here divides where a
+ * comparison can be made by cross-multiplication instead. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define BW_SHIFT 20
+#define BW_UNIT (UINT64_C(1) << BW_SHIFT)
+
+/* The kernel's to_ratio(period, runtime). Returns 0 with *ret_bw, -EINVAL for period 0, -ERANGE
+ * when runtime << 20 does not fit in 64 bits. */
+int bw_of(uint64_t runtime, uint64_t period, uint64_t *ret_bw);
+
+/* The kernel's cap_scale() of its per-CPU limit: ncpus * to_ratio(rt_period, rt_runtime), the
+ * deadline capacity of a root domain with ncpus CPUs, before the fair servers. rt_runtime < 0
+ * means kernel admission is off (returned as UINT64_MAX). -EINVAL for rt_period 0, -ERANGE. */
+int bw_kernel_capacity(unsigned ncpus, int64_t rt_runtime_us, uint64_t rt_period_us, uint64_t *ret_bw);
+
+/* a + b and a - b for bandwidth books: -ERANGE on overflow or underflow, else 0. */
+int bw_add(uint64_t a, uint64_t b, uint64_t *ret);
+int bw_sub(uint64_t a, uint64_t b, uint64_t *ret);
+
+/* Format a bandwidth as a percentage of one CPU, rounded down to one decimal, trailing ".0"
+ * dropped: BW_UNIT -> "100%", BW_UNIT/8 -> "12.5%", 3 * BW_UNIT / 2 -> "150%". Returns buf
+ * (at least DURATION_MAX bytes). */
+char *bw_format(uint64_t bw, char *buf);

@@ -1,0 +1,749 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "bandwidth.h"
+#include "duration.h"
+#include "macro.h"
+#include "tree.h"
+
+static const char *const fork_policy_table[_FORK_POLICY_MAX] = {
+        [FORK_SPLIT] = "split",
+        [FORK_INHERIT] = "inherit",
+        [FORK_NONE] = "none",
+};
+
+const char *fork_policy_to_string(ForkPolicy p) {
+        if (p < 0 || p >= _FORK_POLICY_MAX)
+                return NULL;
+        return fork_policy_table[p];
+}
+
+ForkPolicy fork_policy_from_string(const char *s) {
+        for (int i = 0; s && i < _FORK_POLICY_MAX; i++)
+                if (strcmp(s, fork_policy_table[i]) == 0)
+                        return (ForkPolicy) i;
+        return _FORK_POLICY_UNSET;
+}
+
+const char *admit_outcome_to_string(AdmitOutcome o) {
+        static const char *const table[_ADMIT_MAX] = {
+                [ADMIT_OK] = "OK",
+                [ADMIT_OVER_BUDGET] = "OVER_BUDGET",
+                [ADMIT_BAD_PARAMS] = "BAD_PARAMS",
+                [ADMIT_ABOVE_ONE_CPU] = "ABOVE_ONE_CPU",
+                [ADMIT_NO_SUCH_GROUP] = "NO_SUCH_GROUP",
+                [ADMIT_GROUP_EXISTS] = "GROUP_EXISTS",
+                [ADMIT_BAD_GROUP_NAME] = "BAD_GROUP_NAME",
+                [ADMIT_NO_SUCH_RESERVATION] = "NO_SUCH_RESERVATION",
+                [ADMIT_ALREADY_ADMITTED] = "ALREADY_ADMITTED",
+                [ADMIT_ID_IN_USE] = "ID_IN_USE",
+                [ADMIT_GROUP_NOT_EMPTY] = "GROUP_NOT_EMPTY",
+                [ADMIT_BELOW_ALLOCATED] = "BELOW_ALLOCATED",
+                [ADMIT_IS_ROOT] = "IS_ROOT",
+                [ADMIT_FORK_NONE] = "FORK_NONE",
+                [ADMIT_SPLIT_TOO_SMALL] = "SPLIT_TOO_SMALL",
+        };
+        if ((unsigned) o >= _ADMIT_MAX)
+                return "UNKNOWN";
+        return table[o];
+}
+
+char *refusal_format(const Refusal *r, char *buf, size_t size) {
+        char a[DURATION_MAX], b[DURATION_MAX];
+        const char *name = r->name ? r->name : "?";
+
+        switch (r->outcome) {
+        case ADMIT_OK:
+                snprintf(buf, size, "accepted");
+                break;
+        case ADMIT_OVER_BUDGET:
+                snprintf(buf, size, "%s: %s free, request needs %s", name, bw_format(r->have, a),
+                         bw_format(r->need, b));
+                break;
+        case ADMIT_BAD_PARAMS:
+                snprintf(buf, size, "invalid parameters: %s", params_outcome_to_string(r->params));
+                break;
+        case ADMIT_ABOVE_ONE_CPU:
+                snprintf(buf, size, "a single thread cannot hold more than 100%% of one CPU (request needs %s)",
+                         bw_format(r->need, b));
+                break;
+        case ADMIT_NO_SUCH_GROUP:
+                snprintf(buf, size, "no group \"%s\"", name);
+                break;
+        case ADMIT_GROUP_EXISTS:
+                snprintf(buf, size, "group \"%s\" exists already", name);
+                break;
+        case ADMIT_BAD_GROUP_NAME:
+                snprintf(buf, size,
+                         "\"%s\" is not a valid group path (components of A-Z a-z 0-9 _ . -, at most %d bytes each, "
+                         "%d deep, not \".\" or \"..\")",
+                         name, GROUP_NAME_MAX, GROUP_DEPTH_MAX);
+                break;
+        case ADMIT_NO_SUCH_RESERVATION:
+                snprintf(buf, size, "no such reservation");
+                break;
+        case ADMIT_ALREADY_ADMITTED:
+                snprintf(buf, size, "the thread holds a reservation already (id %" PRIu64 ")", r->have);
+                break;
+        case ADMIT_ID_IN_USE:
+                snprintf(buf, size, "reservation id %" PRIu64 " is in use", r->need);
+                break;
+        case ADMIT_GROUP_NOT_EMPTY:
+                snprintf(buf, size, "%s: group still holds %" PRIu64 " groups and %" PRIu64 " reservations", name,
+                         r->have, r->need);
+                break;
+        case ADMIT_BELOW_ALLOCATED:
+                snprintf(buf, size, "%s: %s is allocated, cannot shrink to %s", name, bw_format(r->have, a),
+                         bw_format(r->need, b));
+                break;
+        case ADMIT_IS_ROOT:
+                snprintf(buf, size, "the root group cannot be changed or removed");
+                break;
+        case ADMIT_FORK_NONE:
+                snprintf(buf, size, "%s: fork policy is none", name);
+                break;
+        case ADMIT_SPLIT_TOO_SMALL: {
+                char c[DURATION_MAX];
+                snprintf(buf, size, "%s: a split would leave %s, below the minimum of %s", name,
+                         duration_format(r->need, c), duration_format(r->min, a));
+                break;
+        }
+        default:
+                snprintf(buf, size, "refused");
+        }
+        return buf;
+}
+
+static int refuse(Refusal *ret, AdmitOutcome o, const char *name, uint64_t have, uint64_t need) {
+        if (ret)
+                *ret = (Refusal) { .outcome = o, .name = name, .have = have, .need = need };
+        return (int) o;
+}
+
+static int refuse_params(Refusal *ret, ParamsOutcome p) {
+        if (ret)
+                *ret = (Refusal) { .outcome = ADMIT_BAD_PARAMS, .params = p };
+        return ADMIT_BAD_PARAMS;
+}
+
+uint64_t group_free_bw(const Group *g) {
+        return g->allocated >= g->bw ? 0 : g->bw - g->allocated;
+}
+
+/* Room for `more` in g once `less` is given back; the root must not be over-committed either,
+ * since then every admission waits until the capacity fits again. */
+static bool group_has_room(const Tree *t, const Group *g, uint64_t less, uint64_t more) {
+        uint64_t after;
+
+        if (t->root->allocated > t->root->bw)
+                return false;
+        after = g->allocated - less; /* less is always part of allocated */
+        if (__builtin_add_overflow(after, more, &after))
+                return false;
+        return after <= g->bw;
+}
+
+/* A refusal for "no room in g for need". */
+static int refuse_budget(Refusal *ret, const Tree *t, const Group *g, uint64_t need) {
+        if (t->root->allocated > t->root->bw)
+                return refuse(ret, ADMIT_OVER_BUDGET, t->root->path, 0, need);
+        return refuse(ret, ADMIT_OVER_BUDGET, g->path, group_free_bw(g), need);
+}
+
+/* --- groups --- */
+
+static bool component_valid(const char *s, size_t n) {
+        if (n == 0 || n > GROUP_NAME_MAX)
+                return false;
+        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+                return false;
+        for (size_t i = 0; i < n; i++) {
+                char c = s[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                      c == '-' || c == '.'))
+                        return false;
+        }
+        return true;
+}
+
+bool group_path_valid(const char *path) {
+        size_t len;
+        unsigned depth = 0;
+
+        if (!path)
+                return false;
+        if (strcmp(path, "/") == 0)
+                return true;
+        len = strnlen(path, GROUP_PATH_MAX + 1);
+        if (len == 0 || len > GROUP_PATH_MAX)
+                return false;
+        for (const char *p = path;;) {
+                const char *slash = strchr(p, '/');
+                size_t n = slash ? (size_t) (slash - p) : strlen(p);
+                if (!component_valid(p, n) || ++depth > GROUP_DEPTH_MAX)
+                        return false;
+                if (!slash)
+                        return true;
+                p = slash + 1;
+        }
+}
+
+Group *tree_find_group(const Tree *t, const char *path) {
+        if (!path)
+                return NULL;
+        for (Group *g = hashmap_get(&t->groups, hash_string(path)); g; g = g->hash_next)
+                if (strcmp(g->path, path) == 0)
+                        return g;
+        return NULL;
+}
+
+static int groups_index_add(Tree *t, Group *g) {
+        uint64_t h = hash_string(g->path);
+        Group *head = hashmap_get(&t->groups, h);
+        int r;
+
+        r = hashmap_put(&t->groups, h, g);
+        if (r < 0)
+                return r;
+        g->hash_next = head;
+        return 0;
+}
+
+static void groups_index_remove(Tree *t, Group *g) {
+        uint64_t h = hash_string(g->path);
+        Group *head = hashmap_get(&t->groups, h);
+
+        if (head == g) {
+                if (g->hash_next)
+                        (void) hashmap_put(&t->groups, h, g->hash_next); /* replaces: cannot fail */
+                else
+                        hashmap_remove(&t->groups, h);
+                return;
+        }
+        for (Group *i = head; i; i = i->hash_next)
+                if (i->hash_next == g) {
+                        i->hash_next = g->hash_next;
+                        return;
+                }
+}
+
+static Group *group_free(Group *g) {
+        if (!g)
+                return NULL;
+        free(g->path);
+        strv_free(g->users);
+        free(g->cgroup);
+        free(g);
+        return NULL;
+}
+
+static void group_link_child(Group *parent, Group *g) {
+        Group **p = &parent->first_child;
+
+        while (*p && strcmp((*p)->name, g->name) < 0)
+                p = &(*p)->next_sibling;
+        g->next_sibling = *p;
+        *p = g;
+        parent->n_children++;
+}
+
+static void group_unlink_child(Group *parent, Group *g) {
+        for (Group **p = &parent->first_child; *p; p = &(*p)->next_sibling)
+                if (*p == g) {
+                        *p = g->next_sibling;
+                        parent->n_children--;
+                        return;
+                }
+}
+
+Group *group_next_preorder(const Group *g) {
+        if (g->first_child)
+                return g->first_child;
+        for (; g; g = g->parent)
+                if (g->next_sibling)
+                        return g->next_sibling;
+        return NULL;
+}
+
+int tree_new(Tree **ret, uint64_t capacity, const DlLimits *limits, ForkPolicy fork, ForkPolicy threads,
+             uint64_t min_split_runtime) {
+        Tree *t;
+        Group *root;
+
+        t = calloc(1, sizeof(Tree));
+        if (!t)
+                return -ENOMEM;
+        root = calloc(1, sizeof(Group));
+        if (!root)
+                goto oom;
+        t->root = root;
+        root->path = strdup("/");
+        if (!root->path)
+                goto oom;
+        root->name = root->path;
+        root->bw = capacity;
+        root->fork = fork == _FORK_POLICY_UNSET ? FORK_SPLIT : fork;
+        root->threads = threads == _FORK_POLICY_UNSET ? FORK_NONE : threads;
+        root->min_split_runtime = MAX(min_split_runtime, DL_RUNTIME_MIN);
+        if (groups_index_add(t, root) < 0)
+                goto oom;
+        t->capacity = capacity;
+        t->limits = limits ? *limits : DL_LIMITS_DEFAULT;
+        t->next_id = 1;
+        t->n_groups = 1;
+        *ret = t;
+        return 0;
+oom:
+        tree_free(t);
+        return -ENOMEM;
+}
+
+/* Post-order; the recursion is bounded by GROUP_DEPTH_MAX. */
+static void group_free_subtree(Group *g) {
+        for (Group *c = g->first_child, *next; c; c = next) {
+                next = c->next_sibling;
+                group_free_subtree(c);
+        }
+        for (Reservation *r = g->first_reservation, *next; r; r = next) {
+                next = r->group_next;
+                free(r);
+        }
+        group_free(g);
+}
+
+Tree *tree_free(Tree *t) {
+        if (!t)
+                return NULL;
+        if (t->root)
+                group_free_subtree(t->root);
+        hashmap_done(&t->groups);
+        hashmap_done(&t->by_id);
+        hashmap_done(&t->by_tid);
+        hashmap_done(&t->by_pid);
+        free(t);
+        return NULL;
+}
+
+bool tree_set_capacity(Tree *t, uint64_t capacity, uint64_t unmanaged) {
+        t->root->allocated = t->root->allocated - t->unmanaged + unmanaged;
+        t->root->bw = capacity;
+        t->capacity = capacity;
+        t->unmanaged = unmanaged;
+        return tree_overcommitted(t);
+}
+
+bool tree_overcommitted(const Tree *t) {
+        return t->root->allocated > t->root->bw;
+}
+
+static char *path_join(const Group *parent, const char *name) {
+        char *p;
+
+        if (parent->depth == 0)
+                return strdup(name);
+        if (asprintf(&p, "%s/%s", parent->path, name) < 0)
+                return NULL;
+        return p;
+}
+
+int group_create(Tree *t, const char *path, const GroupSpec *spec, Group **ret, Refusal *ret_refusal) {
+        _cleanup_free_ char *parent_path = NULL;
+        Group *parent, *g;
+        const char *slash;
+        uint64_t bw;
+
+        if (!group_path_valid(path) || strcmp(path, "/") == 0)
+                return refuse(ret_refusal, ADMIT_BAD_GROUP_NAME, path, 0, 0);
+        if (tree_find_group(t, path))
+                return refuse(ret_refusal, ADMIT_GROUP_EXISTS, path, 0, 0);
+
+        slash = strrchr(path, '/');
+        if (slash) {
+                parent_path = strndup(path, (size_t) (slash - path));
+                if (!parent_path)
+                        return -ENOMEM;
+                parent = tree_find_group(t, parent_path);
+                if (!parent)
+                        return refuse(ret_refusal, ADMIT_NO_SUCH_GROUP, path, 0, 0);
+        } else
+                parent = t->root;
+
+        if (spec->period == 0)
+                return refuse_params(ret_refusal, PARAMS_PERIOD_ZERO);
+        if (spec->runtime < DL_RUNTIME_MIN)
+                return refuse_params(ret_refusal, PARAMS_RUNTIME_TOO_SMALL);
+        if (bw_of(spec->runtime, spec->period, &bw) < 0)
+                return refuse_params(ret_refusal, PARAMS_BIT63);
+        if (!group_has_room(t, parent, 0, bw))
+                return refuse_budget(ret_refusal, t, parent, bw);
+
+        if (hashmap_reserve(&t->groups, t->groups.n_items + 1) < 0)
+                return -ENOMEM;
+        g = calloc(1, sizeof(Group));
+        if (!g)
+                return -ENOMEM;
+        g->path = path_join(parent, slash ? slash + 1 : path);
+        if (!g->path)
+                return group_free(g), -ENOMEM;
+        if (spec->users) {
+                g->users = strv_copy(spec->users);
+                if (!g->users)
+                        return group_free(g), -ENOMEM;
+        } else if (parent->users) {
+                g->users = strv_copy(parent->users);
+                if (!g->users)
+                        return group_free(g), -ENOMEM;
+        }
+        if (spec->cgroup) {
+                g->cgroup = strdup(spec->cgroup);
+                if (!g->cgroup)
+                        return group_free(g), -ENOMEM;
+        }
+        slash = strrchr(g->path, '/');
+        g->name = slash ? slash + 1 : g->path;
+        g->parent = parent;
+        g->depth = parent->depth + 1;
+        g->runtime = spec->runtime;
+        g->period = spec->period;
+        g->bw = bw;
+        g->fork = spec->fork == _FORK_POLICY_UNSET ? parent->fork : spec->fork;
+        g->threads = spec->threads == _FORK_POLICY_UNSET ? parent->threads : spec->threads;
+        g->min_split_runtime = spec->min_split_runtime == 0 ? parent->min_split_runtime
+                                                            : MAX(spec->min_split_runtime, DL_RUNTIME_MIN);
+        g->dynamic = spec->dynamic;
+
+        (void) groups_index_add(t, g); /* reserved above: cannot fail */
+        group_link_child(parent, g);
+        parent->allocated += bw;
+        t->n_groups++;
+        if (ret)
+                *ret = g;
+        return 0;
+}
+
+int group_set_bandwidth(Tree *t, Group *g, uint64_t runtime, uint64_t period, Refusal *ret_refusal) {
+        uint64_t bw;
+
+        if (g == t->root)
+                return refuse(ret_refusal, ADMIT_IS_ROOT, g->path, 0, 0);
+        if (period == 0)
+                return refuse_params(ret_refusal, PARAMS_PERIOD_ZERO);
+        if (runtime < DL_RUNTIME_MIN)
+                return refuse_params(ret_refusal, PARAMS_RUNTIME_TOO_SMALL);
+        if (bw_of(runtime, period, &bw) < 0)
+                return refuse_params(ret_refusal, PARAMS_BIT63);
+        if (bw < g->allocated)
+                return refuse(ret_refusal, ADMIT_BELOW_ALLOCATED, g->path, g->allocated, bw);
+        if (bw > g->bw && !group_has_room(t, g->parent, g->bw, bw))
+                return refuse_budget(ret_refusal, t, g->parent, bw - g->bw);
+
+        g->parent->allocated = g->parent->allocated - g->bw + bw;
+        g->runtime = runtime;
+        g->period = period;
+        g->bw = bw;
+        return 0;
+}
+
+int group_remove(Tree *t, Group *g, Refusal *ret_refusal) {
+        if (g == t->root)
+                return refuse(ret_refusal, ADMIT_IS_ROOT, g->path, 0, 0);
+        if (g->first_child || g->first_reservation)
+                return refuse(ret_refusal, ADMIT_GROUP_NOT_EMPTY, g->path, g->n_children, g->n_reservations);
+
+        groups_index_remove(t, g);
+        group_unlink_child(g->parent, g);
+        g->parent->allocated -= g->bw;
+        t->n_groups--;
+        group_free(g);
+        return 0;
+}
+
+/* --- reservations --- */
+
+Reservation *tree_find_reservation(const Tree *t, uint64_t id) {
+        return hashmap_get(&t->by_id, id);
+}
+
+/* Index keys must be non-zero: pids and tids are, but shift them anyway so 0 maps to something. */
+static uint64_t key_of(uint32_t v) {
+        return (uint64_t) v + 1;
+}
+
+Reservation *tree_find_thread(const Tree *t, uint32_t tid) {
+        return hashmap_get(&t->by_tid, key_of(tid));
+}
+
+Reservation *tree_find_process(const Tree *t, uint32_t pid) {
+        return hashmap_get(&t->by_pid, key_of(pid));
+}
+
+Reservation *tree_thread_donor(const Tree *t, uint32_t pid) {
+        Reservation *best = NULL;
+
+        for (Reservation *r = tree_find_process(t, pid); r; r = r->proc_next)
+                if (!best || r->params.runtime > best->params.runtime ||
+                    (r->params.runtime == best->params.runtime && r->id < best->id))
+                        best = r;
+        return best;
+}
+
+Reservation *reservation_next(const Tree *t, const Reservation *r) {
+        const Group *g;
+
+        if (r && r->group_next)
+                return r->group_next;
+        for (g = r ? group_next_preorder(r->group) : t->root; g; g = group_next_preorder(g))
+                if (g->first_reservation)
+                        return g->first_reservation;
+        return NULL;
+}
+
+static int indexes_reserve(Tree *t) {
+        if (hashmap_reserve(&t->by_id, t->n_reservations + 1) < 0 ||
+            hashmap_reserve(&t->by_tid, t->n_reservations + 1) < 0 ||
+            hashmap_reserve(&t->by_pid, t->n_reservations + 1) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+/* Link a fully built reservation into its group and the indexes (reserved beforehand). */
+static void reservation_link(Tree *t, Reservation *r) {
+        Group *g = r->group;
+
+        r->group_prev = g->last_reservation;
+        if (g->last_reservation)
+                g->last_reservation->group_next = r;
+        else
+                g->first_reservation = r;
+        g->last_reservation = r;
+        g->n_reservations++;
+        g->allocated += r->bw;
+
+        (void) hashmap_put(&t->by_id, r->id, r);
+        (void) hashmap_put(&t->by_tid, key_of(r->tid), r);
+        /* Append to the process chain so that it stays in admission order. */
+        Reservation *head = tree_find_process(t, r->pid);
+        if (!head)
+                (void) hashmap_put(&t->by_pid, key_of(r->pid), r);
+        else {
+                while (head->proc_next)
+                        head = head->proc_next;
+                head->proc_next = r;
+        }
+        if (r->id >= t->next_id)
+                t->next_id = r->id + 1;
+        t->n_reservations++;
+}
+
+static void reservation_unlink(Tree *t, Reservation *r) {
+        Group *g = r->group;
+
+        if (r->group_prev)
+                r->group_prev->group_next = r->group_next;
+        else
+                g->first_reservation = r->group_next;
+        if (r->group_next)
+                r->group_next->group_prev = r->group_prev;
+        else
+                g->last_reservation = r->group_prev;
+        g->n_reservations--;
+        g->allocated -= r->bw;
+
+        hashmap_remove(&t->by_id, r->id);
+        hashmap_remove(&t->by_tid, key_of(r->tid));
+        Reservation *head = tree_find_process(t, r->pid);
+        if (head == r) {
+                if (r->proc_next)
+                        (void) hashmap_put(&t->by_pid, key_of(r->pid), r->proc_next); /* replaces */
+                else
+                        hashmap_remove(&t->by_pid, key_of(r->pid));
+        } else
+                for (; head; head = head->proc_next)
+                        if (head->proc_next == r) {
+                                head->proc_next = r->proc_next;
+                                break;
+                        }
+        t->n_reservations--;
+}
+
+/* Check params and compute their bandwidth; a refusal or 0. */
+static int params_bw(const Tree *t, DlParams *p, uint64_t *ret_bw, Refusal *ret_refusal) {
+        ParamsOutcome o;
+        uint64_t bw;
+
+        o = dl_params_check(p, &t->limits);
+        if (o != PARAMS_OK)
+                return refuse_params(ret_refusal, o);
+        if (bw_of(p->runtime, p->period, &bw) < 0)
+                return refuse_params(ret_refusal, PARAMS_BIT63);
+        if (bw > BW_UNIT) /* cannot happen with runtime <= period; kept as the rule it is */
+                return refuse(ret_refusal, ADMIT_ABOVE_ONE_CPU, NULL, 0, bw);
+        *ret_bw = bw;
+        return 0;
+}
+
+int reservation_admit(Tree *t, Group *g, const ReservationSpec *spec, Reservation **ret, Refusal *ret_refusal) {
+        DlParams p = spec->params;
+        Reservation *r, *other;
+        uint64_t bw;
+        int k;
+
+        k = params_bw(t, &p, &bw, ret_refusal);
+        if (k != 0)
+                return k;
+        other = tree_find_thread(t, spec->tid);
+        if (other)
+                return refuse(ret_refusal, ADMIT_ALREADY_ADMITTED, g->path, other->id, 0);
+        if (spec->id != 0 && tree_find_reservation(t, spec->id))
+                return refuse(ret_refusal, ADMIT_ID_IN_USE, g->path, 0, spec->id);
+        if (spec->id == 0 && t->next_id == UINT64_MAX)
+                return -EOVERFLOW; /* after 2^64 admissions; keeps ids unique forever */
+        if (!group_has_room(t, g, 0, bw))
+                return refuse_budget(ret_refusal, t, g, bw);
+
+        if (indexes_reserve(t) < 0)
+                return -ENOMEM;
+        r = calloc(1, sizeof(Reservation));
+        if (!r)
+                return -ENOMEM;
+        *r = (Reservation) {
+                .id = spec->id != 0 ? spec->id : t->next_id,
+                .group = g,
+                .pid = spec->pid,
+                .tid = spec->tid,
+                .uid = spec->uid,
+                .start_time = spec->start_time,
+                .params = p,
+                .bw = bw,
+                .flags = spec->flags,
+                .donor = spec->donor,
+        };
+        reservation_link(t, r);
+        if (ret)
+                *ret = r;
+        return 0;
+}
+
+void reservation_release(Tree *t, Reservation *r, ReleaseEffect *ret_effect) {
+        ReleaseEffect e = {};
+        Reservation *d = r->donor ? tree_find_reservation(t, r->donor) : NULL;
+        Group *g = r->group;
+
+        reservation_unlink(t, r);
+
+        /* The donor rule (see tree.h). */
+        if (d && d->group == g && d->params.period == r->params.period) {
+                uint64_t runtime, bw;
+                if (!__builtin_add_overflow(d->params.runtime, r->params.runtime, &runtime) &&
+                    runtime <= d->params.deadline && bw_of(runtime, d->params.period, &bw) == 0 &&
+                    group_has_room(t, g, d->bw, bw)) {
+                        e.donor = d;
+                        e.donor_old = d->params;
+                        g->allocated = g->allocated - d->bw + bw;
+                        d->params.runtime = runtime;
+                        d->bw = bw;
+                }
+        }
+        free(r);
+        if (ret_effect)
+                *ret_effect = e;
+}
+
+int reservation_update(Tree *t, Reservation *r, const DlParams *params, Refusal *ret_refusal) {
+        DlParams p = *params;
+        uint64_t bw;
+        int k;
+
+        k = params_bw(t, &p, &bw, ret_refusal);
+        if (k != 0)
+                return k;
+        if (bw > r->bw && !group_has_room(t, r->group, r->bw, bw))
+                return refuse_budget(ret_refusal, t, r->group, bw);
+        r->group->allocated = r->group->allocated - r->bw + bw;
+        r->params = p;
+        r->bw = bw;
+        return 0;
+}
+
+int reservation_split(Tree *t, Reservation *donor, bool is_thread, uint32_t child_pid, uint32_t child_tid,
+                      uint64_t child_start_time, Reservation **ret_child, DlParams *ret_donor_old,
+                      Refusal *ret_refusal) {
+        Group *g = donor->group;
+        ForkPolicy policy = is_thread ? g->threads : g->fork;
+        DlParams old = donor->params, half;
+        uint64_t donor_bw, child_bw;
+        Reservation *c, *other;
+
+        if (policy == FORK_NONE)
+                return refuse(ret_refusal, ADMIT_FORK_NONE, g->path, 0, 0);
+        other = tree_find_thread(t, child_tid);
+        if (other)
+                return refuse(ret_refusal, ADMIT_ALREADY_ADMITTED, g->path, other->id, 0);
+        if (t->next_id == UINT64_MAX)
+                return -EOVERFLOW;
+        if (indexes_reserve(t) < 0)
+                return -ENOMEM;
+        c = calloc(1, sizeof(Reservation));
+        if (!c)
+                return -ENOMEM;
+        *c = (Reservation) {
+                .id = t->next_id,
+                .group = g,
+                .pid = child_pid,
+                .tid = child_tid,
+                .uid = donor->uid,
+                .start_time = child_start_time,
+                .params = donor->params,
+                .bw = donor->bw,
+                .flags = donor->flags,
+        };
+
+        if (policy == FORK_INHERIT && group_has_room(t, g, 0, donor->bw)) {
+                reservation_link(t, c);
+                goto done;
+        }
+
+        half = donor->params;
+        half.runtime = donor->params.runtime / 2;
+        if (half.runtime < g->min_split_runtime) {
+                free(c);
+                if (ret_refusal)
+                        *ret_refusal = (Refusal) { .outcome = ADMIT_SPLIT_TOO_SMALL, .name = g->path,
+                                                   .need = half.runtime, .min = g->min_split_runtime };
+                return ADMIT_SPLIT_TOO_SMALL;
+        }
+        /* Both halves keep runtime <= deadline <= period and a period within limits. */
+        (void) bw_of(half.runtime, half.period, &child_bw);
+        (void) bw_of(donor->params.runtime - half.runtime, half.period, &donor_bw);
+
+        g->allocated = g->allocated - donor->bw + donor_bw;
+        donor->params.runtime -= half.runtime;
+        donor->bw = donor_bw;
+        c->params = half;
+        c->bw = child_bw;
+        c->donor = donor->id;
+        reservation_link(t, c);
+done:
+        if (ret_child)
+                *ret_child = c;
+        if (ret_donor_old)
+                *ret_donor_old = old;
+        return 0;
+}
+
+size_t tree_memory(const Tree *t) {
+        size_t m = sizeof(Tree);
+
+        for (const Group *g = t->root; g; g = group_next_preorder(g)) {
+                m += sizeof(Group) + strlen(g->path) + 1 + (g->cgroup ? strlen(g->cgroup) + 1 : 0);
+                for (char **u = g->users; u && *u; u++)
+                        m += sizeof(char *) + strlen(*u) + 1;
+        }
+        m += t->n_reservations * sizeof(Reservation);
+        m += hashmap_memory(&t->groups) + hashmap_memory(&t->by_id) + hashmap_memory(&t->by_tid) +
+             hashmap_memory(&t->by_pid);
+        return m;
+}

@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The group tree and its reservations: edfd's books.
+ *
+ * Every group has a bandwidth (runtime/period, see bandwidth.h). A group's bandwidth must cover
+ * the sum of its children: the bandwidth of each child group plus the bandwidth of each
+ * reservation held directly in it. `allocated` is that sum, kept up to date by every operation,
+ * so that every decision is a comparison at one group (and its parent when a group's own size
+ * changes): admission costs O(1) after the group is found, never O(reservations). The root's
+ * bandwidth is the capacity the kernel gives deadline tasks (less what edfd does not manage,
+ * which the root carries as `unmanaged`).
+ *
+ * Every operation is all-or-nothing: it either changes the books and returns 0, or returns a
+ * positive AdmitOutcome (a refusal, with the numbers in a Refusal) or a negative errno (out of
+ * memory) and changes nothing.
+ *
+ * Fork split and the donor rule: when an admitted thread forks, the child's reservation may be
+ * split off its donor (the forking thread): the donor keeps runtime - runtime / 2, the child gets
+ * runtime / 2 with the same deadline and period. Both stay in the donor's group, whose
+ * allocation cannot grow (the two rounded-down halves never add up to more than the rounded-down
+ * whole; they may add up to one unit less). The child remembers its donor's id. When the child's
+ * reservation ends, its runtime goes back to the donor if the donor still exists, still has the
+ * same period, still has room under its deadline and the group can cover the rounding unit that
+ * may come back with it; otherwise it simply returns to the group. So a program that forks
+ * workers again and again ends each cycle with its full budget.
+ *
+ * Under `inherit`, the child gets the donor's full parameters if the group has room, and is split
+ * as above if not. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hashmap.h"
+#include "params.h"
+
+typedef enum ForkPolicy {
+        FORK_SPLIT,
+        FORK_INHERIT,
+        FORK_NONE,
+        _FORK_POLICY_MAX,
+        _FORK_POLICY_UNSET = -1,
+} ForkPolicy;
+
+/* "split", "inherit", "none"; NULL for anything else. */
+const char *fork_policy_to_string(ForkPolicy p);
+/* The policy named s, or _FORK_POLICY_UNSET. */
+ForkPolicy fork_policy_from_string(const char *s);
+
+typedef enum AdmitOutcome {
+        ADMIT_OK = 0,
+        ADMIT_OVER_BUDGET,        /* the group (or its parent) has no room */
+        ADMIT_BAD_PARAMS,         /* see Refusal.params */
+        ADMIT_ABOVE_ONE_CPU,      /* a reservation (a single thread) above 100% */
+        ADMIT_NO_SUCH_GROUP,
+        ADMIT_GROUP_EXISTS,
+        ADMIT_BAD_GROUP_NAME,
+        ADMIT_NO_SUCH_RESERVATION,
+        ADMIT_ALREADY_ADMITTED,   /* the thread already holds a reservation */
+        ADMIT_ID_IN_USE,          /* re-adoption with an id that is taken */
+        ADMIT_GROUP_NOT_EMPTY,
+        ADMIT_BELOW_ALLOCATED,    /* a group made smaller than what it holds */
+        ADMIT_IS_ROOT,            /* the root cannot be removed or resized */
+        ADMIT_FORK_NONE,          /* the group's fork/threads policy is none */
+        ADMIT_SPLIT_TOO_SMALL,    /* half the donor's runtime is below the minimum split */
+        _ADMIT_MAX,
+} AdmitOutcome;
+
+/* The upper-case name ("OVER_BUDGET"), static. */
+const char *admit_outcome_to_string(AdmitOutcome o);
+
+typedef struct Group Group;
+typedef struct Reservation Reservation;
+
+/* Why something was refused, with the numbers a person needs. Filled on refusals only. */
+typedef struct Refusal {
+        AdmitOutcome outcome;
+        ParamsOutcome params;    /* for ADMIT_BAD_PARAMS */
+        const char *name;        /* group path or NULL */
+        uint64_t have;           /* free bandwidth (OVER_BUDGET), allocated (BELOW_ALLOCATED), ... */
+        uint64_t need;           /* what the request needs */
+        uint64_t min;            /* minimum split runtime (SPLIT_TOO_SMALL) */
+} Refusal;
+
+/* A sentence for a refusal: "audio: 12.5% free, request needs 20.0%". Returns buf. */
+char *refusal_format(const Refusal *r, char *buf, size_t size);
+
+/* What a group is made of: from the configuration or from CreateGroup. */
+typedef struct GroupSpec {
+        uint64_t runtime;
+        uint64_t period;
+        ForkPolicy fork;             /* _FORK_POLICY_UNSET: inherit from the parent */
+        ForkPolicy threads;          /* _FORK_POLICY_UNSET: inherit from the parent */
+        uint64_t min_split_runtime;  /* 0: inherit from the parent */
+        char *const *users;          /* NULL: inherit from the parent; copied */
+        const char *cgroup;          /* cgroup directory relative to the cgroup root, or NULL; copied */
+        bool dynamic;                /* created at run time (over D-Bus), not by the configuration */
+} GroupSpec;
+
+struct Group {
+        char *path;                  /* "/" for the root, else "audio" or "audio/pipewire" */
+        const char *name;            /* last component, points into path */
+        Group *parent;
+        Group *first_child, *next_sibling; /* children sorted by name */
+        unsigned depth;              /* root 0 */
+
+        uint64_t runtime, period;    /* the root's are 0: it has only a bandwidth */
+        uint64_t bw;
+        uint64_t allocated;          /* sum of children's and reservations' bw (+ unmanaged at root) */
+        unsigned n_children;
+        size_t n_reservations;
+        Reservation *first_reservation; /* in admission order */
+        Reservation *last_reservation;
+
+        ForkPolicy fork, threads;    /* effective (inherited values resolved) */
+        uint64_t min_split_runtime;  /* effective */
+        char **users;                /* effective, NULL-terminated; NULL: anyone */
+        char *cgroup;                /* relative cgroup directory or NULL */
+        bool dynamic;
+
+        Group *hash_next;            /* chain in Tree.groups for equal path hashes */
+};
+
+/* Everything the caller says about a thread it wants admitted. */
+typedef struct ReservationSpec {
+        uint64_t id;                 /* 0: take the next id; else re-adopt with this id */
+        uint32_t pid, tid;
+        uint32_t uid;                /* the owner the limits are charged to */
+        uint64_t start_time;         /* the thread's start time, opaque to the core */
+        DlParams params;             /* deadline 0 means the period */
+        uint64_t flags;              /* opaque to the core */
+        uint64_t donor;              /* re-adoption only: the id this one was split from, or 0 */
+} ReservationSpec;
+
+struct Reservation {
+        uint64_t id;
+        Group *group;
+        Reservation *group_prev, *group_next; /* in the group, in admission order */
+        Reservation *proc_next;               /* others of the same process */
+        uint32_t pid, tid, uid;
+        uint64_t start_time;
+        DlParams params;
+        uint64_t bw;
+        uint64_t flags;
+        uint64_t donor;                       /* id of the donor, or 0 */
+};
+
+typedef struct Tree {
+        Group *root;
+        Hashmap groups;              /* hash_string(path) -> Group chain */
+        Hashmap by_id;               /* id -> Reservation */
+        Hashmap by_tid;              /* tid -> Reservation */
+        Hashmap by_pid;              /* pid -> first Reservation of the process (chained by proc_next) */
+        uint64_t next_id;
+        uint64_t capacity;           /* root bandwidth before unmanaged */
+        uint64_t unmanaged;          /* bandwidth held by deadline threads edfd does not manage */
+        DlLimits limits;
+        size_t n_groups;             /* including the root */
+        size_t n_reservations;
+} Tree;
+
+/* A new tree with an empty root of the given capacity and the root's policies.
+ * Returns 0 or -ENOMEM. */
+int tree_new(Tree **ret, uint64_t capacity, const DlLimits *limits, ForkPolicy fork, ForkPolicy threads,
+             uint64_t min_split_runtime);
+/* Frees the tree, its groups and reservations. Accepts NULL, returns NULL. */
+Tree *tree_free(Tree *t);
+
+/* Change the root capacity and the unmanaged charge. Never refuses: the kernel's truth is what it
+ * is. Returns true when the root is now over-committed (allocated > bandwidth); every admission is
+ * then refused until it fits again, nobody is evicted. */
+bool tree_set_capacity(Tree *t, uint64_t capacity, uint64_t unmanaged);
+/* true when some group's allocation exceeds its bandwidth (only possible at the root, after a
+ * capacity drop). */
+bool tree_overcommitted(const Tree *t);
+
+/* Whether path is a valid group path: components of [A-Za-z0-9_.-], none "." or "..", at most
+ * GROUP_NAME_MAX bytes each, GROUP_PATH_MAX in all, GROUP_DEPTH_MAX deep. "/" is the root. */
+#define GROUP_NAME_MAX 64
+#define GROUP_PATH_MAX 255
+#define GROUP_DEPTH_MAX 16
+bool group_path_valid(const char *path);
+
+/* The group at path ("/" for the root), or NULL. */
+Group *tree_find_group(const Tree *t, const char *path);
+/* Free bandwidth of g: bw - allocated, 0 when over-committed. */
+uint64_t group_free_bw(const Group *g);
+
+/* Create the group at path (its parent must exist) from spec. Returns 0 and the group in *ret (may
+ * be NULL), a refusal (ADMIT_BAD_GROUP_NAME, ADMIT_NO_SUCH_GROUP for the parent,
+ * ADMIT_GROUP_EXISTS, ADMIT_BAD_PARAMS for a zero period or runtime, ADMIT_OVER_BUDGET when the
+ * parent lacks room) or -ENOMEM. */
+int group_create(Tree *t, const char *path, const GroupSpec *spec, Group **ret, Refusal *ret_refusal);
+/* Change g's bandwidth. Refused below what g holds (ADMIT_BELOW_ALLOCATED), above what the parent
+ * can give (ADMIT_OVER_BUDGET), for the root (ADMIT_IS_ROOT), for bad numbers (ADMIT_BAD_PARAMS). */
+int group_set_bandwidth(Tree *t, Group *g, uint64_t runtime, uint64_t period, Refusal *ret_refusal);
+/* Remove g. Refused while it holds groups or reservations (ADMIT_GROUP_NOT_EMPTY) and for the
+ * root (ADMIT_IS_ROOT). */
+int group_remove(Tree *t, Group *g, Refusal *ret_refusal);
+/* Pre-order walk: the group after g, or NULL after the last. Start with t->root. */
+Group *group_next_preorder(const Group *g);
+
+/* Admit a reservation into g. Checks the parameters (ADMIT_BAD_PARAMS, ADMIT_ABOVE_ONE_CPU), the
+ * thread (ADMIT_ALREADY_ADMITTED), the id when given (ADMIT_ID_IN_USE) and g's room
+ * (ADMIT_OVER_BUDGET). The reservation is owned by the tree; *ret may be NULL. */
+int reservation_admit(Tree *t, Group *g, const ReservationSpec *spec, Reservation **ret, Refusal *ret_refusal);
+
+/* What a release did besides freeing the reservation. */
+typedef struct ReleaseEffect {
+        Reservation *donor;          /* got the runtime back (its params are already updated), or NULL */
+        DlParams donor_old;          /* the donor's parameters before, to roll back if the kernel refuses */
+} ReleaseEffect;
+
+/* Release r (the pointer is invalid afterwards). Never fails. Children split off r keep r's id
+ * as their donor, but since ids are never reused their runtime will go back to the group. */
+void reservation_release(Tree *t, Reservation *r, ReleaseEffect *ret_effect);
+
+/* Change r's parameters, admission-checked like reservation_admit(). */
+int reservation_update(Tree *t, Reservation *r, const DlParams *params, Refusal *ret_refusal);
+
+/* Raise a reservation for a new child of donor, by the group's fork policy (is_thread: the
+ * `threads` policy, else `fork`). Returns 0 with the child's reservation (the donor's params may be
+ * changed: split), ADMIT_FORK_NONE, ADMIT_SPLIT_TOO_SMALL, ADMIT_ALREADY_ADMITTED, or -ENOMEM.
+ * *ret_donor_old receives the donor's parameters before the split, for rollback. */
+int reservation_split(Tree *t, Reservation *donor, bool is_thread, uint32_t child_pid, uint32_t child_tid,
+                      uint64_t child_start_time, Reservation **ret_child, DlParams *ret_donor_old,
+                      Refusal *ret_refusal);
+
+/* Every reservation: start with reservation_next(t, NULL); group by group in pre-order, each
+ * group's in admission order. NULL after the last. */
+Reservation *reservation_next(const Tree *t, const Reservation *r);
+
+Reservation *tree_find_reservation(const Tree *t, uint64_t id);
+Reservation *tree_find_thread(const Tree *t, uint32_t tid);
+/* The first reservation of process pid (follow proc_next), or NULL. */
+Reservation *tree_find_process(const Tree *t, uint32_t pid);
+/* The donor for a new thread of process pid, whose creator the kernel does not name: the
+ * process's reservation with the largest runtime, the lowest id among equals; NULL if none. */
+Reservation *tree_thread_donor(const Tree *t, uint32_t pid);
+
+/* Recompute every sum from scratch and compare with the books and the indexes. Returns 0, or
+ * -EUCLEAN with a description of the first mismatch in buf. */
+int tree_check(const Tree *t, char *buf, size_t size);
+
+/* Bytes the books use for groups, reservations and indexes. */
+size_t tree_memory(const Tree *t);
