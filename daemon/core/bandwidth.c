@@ -67,3 +67,30 @@ char *bw_format(uint64_t bw, char *buf) {
                 snprintf(buf, DURATION_MAX, "%" PRIu64 ".%u%%", (uint64_t) (tenths / 10), (unsigned) (tenths % 10));
         return buf;
 }
+
+int bw_cpu_max(uint64_t runtime_ns, uint64_t period_ns, uint64_t *ret_quota_us, uint64_t *ret_period_us) {
+        const uint64_t pmin = 1000, pmax = 1000000, qmin = 1000;
+        unsigned __int128 q, p;
+
+        if (runtime_ns == 0 || period_ns == 0)
+                return -EINVAL;
+        p = period_ns / 1000;
+        p = p < pmin ? pmin : p > pmax ? pmax : p;
+        /* quota = runtime / period * p, in us, rounded to nearest. */
+        q = ((unsigned __int128) runtime_ns * p + period_ns / 2) / period_ns;
+        if (q < qmin) {
+                /* Grow the period until the quota reaches 1 ms: p = qmin * period / runtime. */
+                unsigned __int128 np = ((unsigned __int128) qmin * period_ns + runtime_ns - 1) / runtime_ns;
+                if (np > pmax)
+                        np = pmax;
+                p = np;
+                q = ((unsigned __int128) runtime_ns * p + period_ns / 2) / period_ns;
+                if (q < qmin)
+                        q = qmin;
+        }
+        if (q > UINT64_MAX)
+                return -ERANGE;
+        *ret_quota_us = (uint64_t) q;
+        *ret_period_us = (uint64_t) p;
+        return 0;
+}

@@ -40,3 +40,10 @@ int bw_sub(uint64_t a, uint64_t b, uint64_t *ret);
  * dropped: BW_UNIT -> "100%", BW_UNIT/8 -> "12.5%", 3 * BW_UNIT / 2 -> "150%". Returns buf
  * (at least DURATION_MAX bytes). */
 char *bw_format(uint64_t bw, char *buf);
+
+/* The cgroup v2 cpu.max pair for a group of runtime/period. The kernel takes periods of 1 ms to
+ * 1 s and quotas of at least 1 ms, so the pair is scaled to keep the ratio: a 10 s period becomes
+ * 1 s, a 500 us period 1 ms, and a ratio too small for a 1 ms quota within 1 s gets 1 ms per 1 s
+ * (the smallest cap the kernel offers, slightly above the group's share). Returns 0, -EINVAL for
+ * a zero runtime or period. */
+int bw_cpu_max(uint64_t runtime_ns, uint64_t period_ns, uint64_t *ret_quota_us, uint64_t *ret_period_us);

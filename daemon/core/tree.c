@@ -158,7 +158,11 @@ static int refuse_budget(Refusal *ret, const Tree *t, const Group *g, uint64_t n
 static bool component_valid(const char *s, size_t n) {
         if (n == 0 || n > GROUP_NAME_MAX)
                 return false;
-        if ((n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.'))
+        /* Start with a letter or digit: that keeps ".", "..", hidden names, the kernel's
+         * "cgroup.*" files and edfd's own "_leaf" cgroup out of the group namespace. */
+        if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= '0' && s[0] <= '9')))
+                return false;
+        if (n > 7 && memcmp(s, "cgroup.", 7) == 0)
                 return false;
         for (size_t i = 0; i < n; i++) {
                 char c = s[i];

@@ -175,7 +175,8 @@ bool tree_set_capacity(Tree *t, uint64_t capacity, uint64_t unmanaged);
  * capacity drop). */
 bool tree_overcommitted(const Tree *t);
 
-/* Whether path is a valid group path: components of [A-Za-z0-9_.-], none "." or "..", at most
+/* Whether path is a valid group path: components of [A-Za-z0-9_.-] that start with a letter or a
+ * digit (so never "." or ".."), not "cgroup.*", at most
  * GROUP_NAME_MAX bytes each, GROUP_PATH_MAX in all, GROUP_DEPTH_MAX deep. "/" is the root. */
 #define GROUP_NAME_MAX 64
 #define GROUP_PATH_MAX 255
