@@ -41,8 +41,11 @@ int bw_kernel_capacity(unsigned ncpus, int64_t rt_runtime_us, uint64_t rt_period
 }
 
 int bw_add(uint64_t a, uint64_t b, uint64_t *ret) {
-        if (__builtin_add_overflow(a, b, ret))
+        uint64_t sum;
+
+        if (__builtin_add_overflow(a, b, &sum))
                 return -ERANGE;
+        *ret = sum;
         return 0;
 }
 
@@ -53,19 +56,30 @@ int bw_sub(uint64_t a, uint64_t b, uint64_t *ret) {
         return 0;
 }
 
-char *bw_format(uint64_t bw, char *buf) {
+static char *format_tenths(uint64_t bw, char *buf, bool up) {
         unsigned __int128 tenths;
 
         if (bw == UINT64_MAX) {
                 snprintf(buf, DURATION_MAX, "unlimited");
                 return buf;
         }
-        tenths = ((unsigned __int128) bw * 1000) >> BW_SHIFT;
+        tenths = (unsigned __int128) bw * 1000;
+        if (up)
+                tenths += BW_UNIT - 1;
+        tenths >>= BW_SHIFT;
         if (tenths % 10 == 0)
                 snprintf(buf, DURATION_MAX, "%" PRIu64 "%%", (uint64_t) (tenths / 10));
         else
                 snprintf(buf, DURATION_MAX, "%" PRIu64 ".%u%%", (uint64_t) (tenths / 10), (unsigned) (tenths % 10));
         return buf;
+}
+
+char *bw_format(uint64_t bw, char *buf) {
+        return format_tenths(bw, buf, false);
+}
+
+char *bw_format_up(uint64_t bw, char *buf) {
+        return format_tenths(bw, buf, true);
 }
 
 int bw_cpu_max(uint64_t runtime_ns, uint64_t period_ns, uint64_t *ret_quota_us, uint64_t *ret_period_us) {

@@ -37,13 +37,17 @@ int bw_add(uint64_t a, uint64_t b, uint64_t *ret);
 int bw_sub(uint64_t a, uint64_t b, uint64_t *ret);
 
 /* Format a bandwidth as a percentage of one CPU, rounded down to one decimal, trailing ".0"
- * dropped: BW_UNIT -> "100%", BW_UNIT/8 -> "12.5%", 3 * BW_UNIT / 2 -> "150%". Returns buf
- * (at least DURATION_MAX bytes). */
+ * dropped: BW_UNIT -> "100%", BW_UNIT/8 -> "12.5%", 3 * BW_UNIT / 2 -> "150%"; UINT64_MAX (no
+ * limit) -> "unlimited". Returns buf (at least DURATION_MAX bytes). Use it for what is free or
+ * held, so that a person is never told of more room than there is. */
 char *bw_format(uint64_t bw, char *buf);
+/* The same, rounded up: for what a request needs (20 ms per 100 ms is 209715 units, which rounds
+ * down to 19.9% but is asked for as 20%). */
+char *bw_format_up(uint64_t bw, char *buf);
 
 /* The cgroup v2 cpu.max pair for a group of runtime/period. The kernel takes periods of 1 ms to
  * 1 s and quotas of at least 1 ms, so the pair is scaled to keep the ratio: a 10 s period becomes
  * 1 s, a 500 us period 1 ms, and a ratio too small for a 1 ms quota within 1 s gets 1 ms per 1 s
  * (the smallest cap the kernel offers, slightly above the group's share). Returns 0, -EINVAL for
- * a zero runtime or period. */
+ * a zero runtime or period, -ERANGE when the quota does not fit in 64 bits. */
 int bw_cpu_max(uint64_t runtime_ns, uint64_t period_ns, uint64_t *ret_quota_us, uint64_t *ret_period_us);

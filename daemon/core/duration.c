@@ -19,6 +19,11 @@ static int decimal_parse(const char *s, uint64_t *ret_int, uint64_t *ret_frac, u
                 return *ret_reason = "is empty", -EINVAL;
         if (*p == '-')
                 return *ret_reason = "is negative", -EINVAL;
+        if (*p == '+')
+                return *ret_reason = "has a sign (write it without +)", -EINVAL;
+        for (const char *q = s; *q; q++)
+                if (*q == ' ' || (*q >= '\t' && *q <= '\r'))
+                        return *ret_reason = "contains white space", -EINVAL;
         if (*p < '0' || *p > '9')
                 return *ret_reason = "does not start with a digit", -EINVAL;
 

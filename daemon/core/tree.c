@@ -61,14 +61,14 @@ char *refusal_format(const Refusal *r, char *buf, size_t size) {
                 break;
         case ADMIT_OVER_BUDGET:
                 snprintf(buf, size, "%s: %s free, request needs %s", name, bw_format(r->have, a),
-                         bw_format(r->need, b));
+                         bw_format_up(r->need, b));
                 break;
         case ADMIT_BAD_PARAMS:
                 snprintf(buf, size, "invalid parameters: %s", params_outcome_to_string(r->params));
                 break;
         case ADMIT_ABOVE_ONE_CPU:
                 snprintf(buf, size, "a single thread cannot hold more than 100%% of one CPU (request needs %s)",
-                         bw_format(r->need, b));
+                         bw_format_up(r->need, b));
                 break;
         case ADMIT_NO_SUCH_GROUP:
                 snprintf(buf, size, "no group \"%s\"", name);
@@ -78,8 +78,8 @@ char *refusal_format(const Refusal *r, char *buf, size_t size) {
                 break;
         case ADMIT_BAD_GROUP_NAME:
                 snprintf(buf, size,
-                         "\"%s\" is not a valid group path (components of A-Z a-z 0-9 _ . -, at most %d bytes each, "
-                         "%d deep, not \".\" or \"..\")",
+                         "\"%s\" is not a valid group path (components of A-Z a-z 0-9 _ . - that start with a "
+                         "letter or digit, at most %d bytes each, %d deep, not cgroup.*)",
                          name, GROUP_NAME_MAX, GROUP_DEPTH_MAX);
                 break;
         case ADMIT_NO_SUCH_RESERVATION:
@@ -162,7 +162,7 @@ static bool component_valid(const char *s, size_t n) {
          * "cgroup.*" files and edfd's own "_leaf" cgroup out of the group namespace. */
         if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= '0' && s[0] <= '9')))
                 return false;
-        if (n > 7 && memcmp(s, "cgroup.", 7) == 0)
+        if (n >= 7 && memcmp(s, "cgroup.", 7) == 0)
                 return false;
         for (size_t i = 0; i < n; i++) {
                 char c = s[i];
@@ -601,7 +601,8 @@ int reservation_admit(Tree *t, Group *g, const ReservationSpec *spec, Reservatio
         other = tree_find_thread(t, spec->tid);
         if (other)
                 return refuse(ret_refusal, ADMIT_ALREADY_ADMITTED, g->path, other->id, 0);
-        if (spec->id != 0 && tree_find_reservation(t, spec->id))
+        /* UINT64_MAX is never an id: next_id must stay above every id without wrapping. */
+        if (spec->id == UINT64_MAX || (spec->id != 0 && tree_find_reservation(t, spec->id)))
                 return refuse(ret_refusal, ADMIT_ID_IN_USE, g->path, 0, spec->id);
         if (spec->id == 0 && t->next_id == UINT64_MAX)
                 return -EOVERFLOW; /* after 2^64 admissions; keeps ids unique forever */

@@ -118,13 +118,14 @@ struct Group {
         char **users;                /* effective, NULL-terminated; NULL: anyone */
         char *cgroup;                /* relative cgroup directory or NULL */
         bool dynamic;
+        bool overridden;             /* a configured group whose bandwidth was changed at run time */
 
         Group *hash_next;            /* chain in Tree.groups for equal path hashes */
 };
 
 /* Everything the caller says about a thread it wants admitted. */
 typedef struct ReservationSpec {
-        uint64_t id;                 /* 0: take the next id; else re-adopt with this id */
+        uint64_t id;                 /* 0: take the next id; else re-adopt with this id (< UINT64_MAX) */
         uint32_t pid, tid;
         uint32_t uid;                /* the owner the limits are charged to */
         uint64_t start_time;         /* the thread's start time, opaque to the core */
@@ -193,6 +194,9 @@ uint64_t group_free_bw(const Group *g);
  * ADMIT_GROUP_EXISTS, ADMIT_BAD_PARAMS for a zero period or runtime, ADMIT_OVER_BUDGET when the
  * parent lacks room) or -ENOMEM. */
 int group_create(Tree *t, const char *path, const GroupSpec *spec, Group **ret, Refusal *ret_refusal);
+/* Group runtimes must be at least 1024 ns (like a thread's) and periods non-zero; a group's runtime
+ * may exceed its period (a group may span several CPUs). */
+
 /* Change g's bandwidth. Refused below what g holds (ADMIT_BELOW_ALLOCATED), above what the parent
  * can give (ADMIT_OVER_BUDGET), for the root (ADMIT_IS_ROOT), for bad numbers (ADMIT_BAD_PARAMS). */
 int group_set_bandwidth(Tree *t, Group *g, uint64_t runtime, uint64_t period, Refusal *ret_refusal);
