@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* sched: see sched.h for the idea (pin, verify, apply, verify, roll back; two-step release). */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "sched.h"
+
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* include/uapi/linux/pidfd.h, 6.9+ */
+#endif
+
+_Static_assert(sizeof(SchedAttr) == 56, "SCHED_ATTR_SIZE_VER1");
+
+int sched_setattr_raw(pid_t tid, const SchedAttr *attr, unsigned flags) {
+        if (!attr)
+                return -EINVAL;
+        if (syscall(SYS_sched_setattr, tid, attr, flags) < 0)
+                return -errno;
+        return 0;
+}
+
+int sched_getattr_raw(pid_t tid, SchedAttr *attr, unsigned flags) {
+        SchedAttr a = {};
+
+        if (!attr)
+                return -EINVAL;
+        if (syscall(SYS_sched_getattr, tid, &a, (unsigned) sizeof(a), flags) < 0)
+                return -errno;
+        a.size = sizeof(a);
+        *attr = a;
+        return 0;
+}
+
+static int pidfd_open_raw(pid_t pid, unsigned flags) {
+        int fd = (int) syscall(SYS_pidfd_open, pid, flags);
+        return fd < 0 ? -errno : fd;
+}
+
+/* 1 if the pidfd reports its process (or, for a thread pidfd, its thread) exited, 0 if alive. */
+static int pidfd_exited(int fd) {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        int r;
+
+        do
+                r = poll(&p, 1, 0);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+                return -errno;
+        if (p.revents & POLLNVAL)
+                return -EBADF;
+        return r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+}
+
+int sched_parse_start_time(const char *buf, size_t len, uint64_t *ret) {
+        const char *p, *end, *paren;
+        uint64_t v = 0;
+
+        if (!buf || !ret)
+                return -EINVAL;
+        end = buf + len;
+
+        /* "pid (comm) state ppid ...": comm may hold spaces and ')', but it is at most 64 bytes
+         * and nothing after it can hold ')', so it ends at the last ')'. */
+        paren = memrchr(buf, ')', len);
+        if (!paren || !memchr(buf, '(', (size_t) (paren - buf)))
+                return -EBADMSG;
+
+        /* Fields 3 (state) to 22 (starttime): each preceded by exactly one space. */
+        p = paren + 1;
+        for (unsigned field = 3; field <= 22; field++) {
+                const char *tok;
+
+                if (p >= end || *p != ' ')
+                        return -EBADMSG;
+                tok = ++p;
+                while (p < end && *p != ' ' && *p != '\n' && *p != '\0')
+                        p++;
+                if (p == tok)
+                        return -EBADMSG;
+                if (field < 22)
+                        continue;
+                for (const char *q = tok; q < p; q++) {
+                        if (*q < '0' || *q > '9')
+                                return -EBADMSG;
+                        if (__builtin_mul_overflow(v, 10, &v) ||
+                            __builtin_add_overflow(v, (uint64_t) (*q - '0'), &v))
+                                return -EBADMSG;
+                }
+        }
+
+        *ret = v;
+        return 0;
+}
+
+int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret) {
+        char path[64], buf[4096];
+        size_t len = 0;
+        int fd, r = 0;
+
+        if (pid <= 0 || tid <= 0 || !ret)
+                return -EINVAL;
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
+
+        for (;;) {
+                ssize_t k;
+
+                if (len >= sizeof(buf)) {
+                        r = -EBADMSG; /* no stat line is this long */
+                        break;
+                }
+                k = read(fd, buf + len, sizeof(buf) - len);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        /* The task was reaped between open and read. */
+                        r = errno == ESRCH ? -ENOENT : -errno;
+                        break;
+                }
+                if (k == 0)
+                        break;
+                len += (size_t) k;
+        }
+        close(fd);
+        if (r < 0)
+                return r;
+
+        return sched_parse_start_time(buf, len, ret);
+}
+
+void sched_target_done(SchedTarget *t) {
+        if (!t)
+                return;
+        if (t->pidfd >= 0)
+                close(t->pidfd);
+        if (t->tidfd >= 0)
+                close(t->tidfd);
+        *t = SCHED_TARGET_NULL;
+}
+
+/* After something about tid failed: -ENOENT if the process is still there (so tid is not one of its
+ * threads), -ESRCH if the process itself is gone. */
+static int missing_thread_error(int pidfd) {
+        int r = pidfd_exited(pidfd);
+        if (r < 0)
+                return r;
+        return r ? -ESRCH : -ENOENT;
+}
+
+int sched_target_pin(pid_t pid, pid_t tid, SchedTarget *ret) {
+        _cleanup_(sched_target_done) SchedTarget t = SCHED_TARGET_NULL;
+        int r;
+
+        if (pid <= 0 || tid <= 0 || !ret)
+                return -EINVAL;
+        t.pid = pid;
+        t.tid = tid;
+
+        /* The process first: while we hold its pidfd and it is alive, pid cannot name anyone else. */
+        r = pidfd_open_raw(pid, 0);
+        if (r == -EINVAL || r == -ENOENT)
+                return -ESRCH; /* pid exists only as a thread id, not as a process (6.18: ENOENT) */
+        if (r < 0)
+                return r;
+        t.pidfd = r;
+
+        /* Then the thread itself, on kernels that can (6.9+; older ones say EINVAL to the flag). */
+        r = pidfd_open_raw(tid, PIDFD_THREAD);
+        if (r == -ESRCH)
+                return missing_thread_error(t.pidfd);
+        if (r >= 0)
+                t.tidfd = r;
+        else if (r != -EINVAL)
+                return r;
+
+        /* /proc/pid/task/tid exists only if tid is a thread of pid (procfs checks the thread group). */
+        r = sched_read_start_time(pid, tid, &t.start_time);
+        if (r == -ENOENT)
+                return missing_thread_error(t.pidfd);
+        if (r < 0)
+                return r;
+
+        /* Still alive after the read: then what we read was about the threads our fds name. */
+        r = sched_target_verify(&t);
+        if (r < 0)
+                return r;
+
+        *ret = t;
+        t = SCHED_TARGET_NULL;
+        return 0;
+}
+
+int sched_target_verify(const SchedTarget *t) {
+        uint64_t st;
+        int r;
+
+        if (!t || t->pidfd < 0 || t->pid <= 0 || t->tid <= 0)
+                return -EINVAL;
+
+        r = pidfd_exited(t->pidfd);
+        if (r != 0)
+                return r < 0 ? r : -ESRCH;
+        if (t->tidfd >= 0) {
+                r = pidfd_exited(t->tidfd);
+                if (r != 0)
+                        return r < 0 ? r : -ESRCH;
+        }
+
+        r = sched_read_start_time(t->pid, t->tid, &st);
+        if (r == -ENOENT)
+                return -ESRCH;
+        if (r < 0)
+                return r;
+        if (st != t->start_time)
+                return -ESRCH; /* tid was recycled inside the same process */
+
+        /* And once more: had the process died between the poll and the read, pid could have been
+         * reused by then and the stat could be someone else's. */
+        r = pidfd_exited(t->pidfd);
+        if (r != 0)
+                return r < 0 ? r : -ESRCH;
+        return 0;
+}
+
+/* DL -> DL to a bandwidth that rounds to zero, so that the next step out of SCHED_DEADLINE leaves
+ * nothing charged in the kernel even if the task is asleep. */
+static int park(pid_t tid) {
+        SchedAttr a = {
+                .size = sizeof(a),
+                .sched_policy = SCHED_DEADLINE,
+                .sched_flags = SCHED_FLAG_RESET_ON_FORK, /* a fork in between must not fail */
+                .sched_runtime = SCHED_PARK_RUNTIME,
+                .sched_deadline = SCHED_PARK_PERIOD,
+                .sched_period = SCHED_PARK_PERIOD,
+        };
+        return sched_setattr_raw(tid, &a, 0);
+}
+
+/* Put tid back to what sched_getattr said before we changed it to SCHED_DEADLINE. */
+static int restore(pid_t tid, const SchedAttr *prev) {
+        SchedAttr a = *prev;
+        int r;
+
+        a.size = sizeof(a);
+        a.sched_flags &= SCHED_APPLY_FLAGS; /* util-clamp values are not restored */
+        if (a.sched_policy != SCHED_DEADLINE) {
+                r = park(tid);
+                if (r < 0 && r != -EINVAL)
+                        return r;
+        }
+        return sched_setattr_raw(tid, &a, 0);
+}
+
+int sched_apply_deadline(const SchedTarget *t, uint64_t runtime, uint64_t deadline, uint64_t period,
+                         uint64_t flags) {
+        SchedAttr prev, a;
+        int r;
+
+        if (!t || t->pidfd < 0)
+                return -EINVAL;
+        if (flags & ~(uint64_t) SCHED_APPLY_FLAGS)
+                return -EINVAL;
+
+        r = sched_target_verify(t);
+        if (r < 0)
+                return r;
+
+        r = sched_getattr_raw(t->tid, &prev, 0);
+        if (r < 0)
+                return r;
+
+        a = (SchedAttr) {
+                .size = sizeof(a),
+                .sched_policy = SCHED_DEADLINE,
+                .sched_flags = flags | SCHED_FLAG_RESET_ON_FORK,
+                .sched_runtime = runtime,
+                .sched_deadline = deadline,
+                .sched_period = period,
+        };
+        r = sched_setattr_raw(t->tid, &a, 0);
+        if (r < 0)
+                return r; /* -EBUSY, -EPERM, -EINVAL, -ESRCH as the kernel said */
+
+        r = sched_target_verify(t);
+        if (r < 0) {
+                /* The id now names another thread (or ours died in between): whoever it is gets its
+                 * previous policy back, and none of the bandwidth stays charged. */
+                (void) restore(t->tid, &prev);
+                return r;
+        }
+        return 0;
+}
+
+int sched_release(const SchedTarget *t) {
+        SchedAttr cur, other = {
+                .size = sizeof(other),
+                .sched_policy = SCHED_OTHER,
+                .sched_flags = 0, /* RESET_ON_FORK off again */
+                .sched_nice = 0,
+        };
+        int r;
+
+        if (!t || t->pidfd < 0)
+                return -EINVAL;
+
+        r = sched_target_verify(t);
+        if (r < 0)
+                return r;
+
+        r = sched_getattr_raw(t->tid, &cur, 0);
+        if (r < 0)
+                return r;
+
+        if (cur.sched_policy == SCHED_DEADLINE) {
+                /* Lowering bandwidth always passes admission. -EINVAL only if an administrator set
+                 * sched_deadline_period_max_us below the parking period: then go straight out and
+                 * accept that a sleeping task's bandwidth may stay charged. */
+                r = park(t->tid);
+                if (r < 0 && r != -EINVAL)
+                        return r;
+        }
+
+        r = sched_setattr_raw(t->tid, &other, 0);
+        if (r < 0) {
+                /* Never leave the thread parked: at 1024 ns per 4.19 s it would be all but stopped.
+                 * Give it back what it had (it fits: we just freed it, unless someone took it). */
+                if (cur.sched_policy == SCHED_DEADLINE && r != -ESRCH) {
+                        cur.size = sizeof(cur);
+                        cur.sched_flags &= SCHED_APPLY_FLAGS;
+                        (void) sched_setattr_raw(t->tid, &cur, 0);
+                }
+                return r;
+        }
+
+        /* No rollback if the thread vanished meanwhile: demotion is the safe direction. */
+        return sched_target_verify(t);
+}
+
+int sched_get(pid_t tid, SchedInfo *ret) {
+        SchedAttr a;
+        int r;
+
+        if (tid <= 0 || !ret)
+                return -EINVAL;
+
+        r = sched_getattr_raw(tid, &a, 0);
+        if (r < 0)
+                return r;
+
+        *ret = (SchedInfo) {
+                .policy = a.sched_policy,
+                .flags = a.sched_flags,
+                .nice = a.sched_nice,
+                .priority = a.sched_priority,
+                .runtime = a.sched_policy == SCHED_DEADLINE ? a.sched_runtime : 0,
+                .deadline = a.sched_policy == SCHED_DEADLINE ? a.sched_deadline : 0,
+                .period = a.sched_policy == SCHED_DEADLINE ? a.sched_period : 0,
+        };
+        return 0;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* This header shares its name with the C library's <sched.h>, and the daemon's include path holds
+ * this directory, so a system header's #include <sched.h> (pthread.h has one) lands here. Forward to
+ * the real one first, *before* the include guard, so that this also works when the file was found
+ * relative to its includer (then #include_next restarts at the top of the path, finds this file
+ * again, and that inner pass forwards correctly). Renaming the module would make this unnecessary. */
+#ifdef __clang__
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Winclude-next-absolute-path"
+#endif
+#include_next <sched.h>
+#ifdef __clang__
+#pragma clang diagnostic pop
+#endif
+
+#ifndef EDFD_DAEMON_SCHED_H
+#define EDFD_DAEMON_SCHED_H
+
+/* sched: SCHED_DEADLINE through the raw sched_setattr/sched_getattr system calls, applied only to
+ * pinned threads.
+ *
+ * The idea: a thread id that crosses a trust boundary can be recycled at any moment. So a thread is
+ * first *pinned*: a pidfd of its process (which cannot be reused while we hold it), a pidfd of the
+ * thread itself where the kernel has PIDFD_THREAD (6.9+), and the thread's start time from
+ * /proc/PID/task/TID/stat. Every change is "verify, apply, verify again, roll back if the second
+ * verify fails" (rtkit's process_set_realtime), so a recycled id is at worst touched for the
+ * microseconds between the two checks and then restored.
+ *
+ * Releasing bandwidth is two steps, because switching a *sleeping* deadline task straight to
+ * SCHED_OTHER was seen to leave its bandwidth charged in the kernel for good (KERNEL-NOTES.md):
+ * first DL->DL to runtime 1024 ns, deadline = period = 4194304000 ns, whose bandwidth
+ * (1024 << 20) / 4194304000 rounds to 0, then SCHED_OTHER. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+#ifndef SCHED_FLAG_RESET_ON_FORK
+#define SCHED_FLAG_RESET_ON_FORK 0x01
+#endif
+#ifndef SCHED_FLAG_RECLAIM
+#define SCHED_FLAG_RECLAIM 0x02
+#endif
+#ifndef SCHED_FLAG_DL_OVERRUN
+#define SCHED_FLAG_DL_OVERRUN 0x04
+#endif
+
+/* The flags sched_apply_deadline() accepts from its caller. */
+#define SCHED_APPLY_FLAGS (SCHED_FLAG_RESET_ON_FORK | SCHED_FLAG_RECLAIM | SCHED_FLAG_DL_OVERRUN)
+
+/* The zero-bandwidth parking parameters used on the way out of SCHED_DEADLINE. */
+#define SCHED_PARK_RUNTIME UINT64_C(1024)
+#define SCHED_PARK_PERIOD UINT64_C(4194304000)
+
+/* The kernel's struct sched_attr (SCHED_ATTR_SIZE_VER1, 56 bytes). Defined here under our own name:
+ * glibc 2.36 has neither the struct nor a wrapper, newer glibc has both, and the kernel's
+ * <linux/sched/types.h> would clash with the latter. */
+typedef struct SchedAttr {
+        uint32_t size;
+        uint32_t sched_policy;
+        uint64_t sched_flags;
+        int32_t sched_nice;
+        uint32_t sched_priority;
+        uint64_t sched_runtime;
+        uint64_t sched_deadline;
+        uint64_t sched_period;
+        uint32_t sched_util_min;
+        uint32_t sched_util_max;
+} SchedAttr;
+
+/* The raw system calls on one thread (tid 0 = the caller). flags is the syscall's flags argument
+ * (0). Return 0 or -errno; sched_getattr_raw fills *attr (size is set for the caller). */
+int sched_setattr_raw(pid_t tid, const SchedAttr *attr, unsigned flags);
+int sched_getattr_raw(pid_t tid, SchedAttr *attr, unsigned flags);
+
+/* A pinned thread. pidfd refers to the process pid, tidfd to the thread tid (-1 on kernels without
+ * PIDFD_THREAD); start_time is field 22 of /proc/pid/task/tid/stat, in clock ticks since boot. */
+typedef struct SchedTarget {
+        pid_t pid, tid;
+        int pidfd;
+        int tidfd;
+        uint64_t start_time;
+} SchedTarget;
+
+#define SCHED_TARGET_NULL ((SchedTarget) { .pidfd = -1, .tidfd = -1 })
+
+/* Pin thread tid of process pid. Returns 0 and fills *ret (the caller owns the fds: call
+ * sched_target_done()), -EINVAL for pid or tid <= 0, -ESRCH if process pid does not exist (or is
+ * not a process but a thread id), -ENOENT if it exists but has no thread tid, -EBADMSG if its stat
+ * file cannot be parsed, or another -errno. */
+int sched_target_pin(pid_t pid, pid_t tid, SchedTarget *ret);
+
+/* Check that the pinned thread is still the same live thread: process and thread not exited (pidfd
+ * and tidfd polled), tid still in pid, same start time. Returns 0, -ESRCH if it is gone or was
+ * replaced, -EINVAL for an unpinned target, or another -errno. */
+int sched_target_verify(const SchedTarget *t);
+
+/* Close the target's fds and reset it to SCHED_TARGET_NULL. Accepts NULL and unpinned targets. */
+void sched_target_done(SchedTarget *t);
+
+/* Make the pinned thread SCHED_DEADLINE with runtime/deadline/period in ns, with flags (a subset of
+ * SCHED_APPLY_FLAGS) plus SCHED_FLAG_RESET_ON_FORK always (else its forks would fail EAGAIN).
+ * Verifies the target before and after; if the after-check fails the thread's previous policy,
+ * read with sched_getattr before, is restored (leaving no bandwidth behind) and -ESRCH returned.
+ * Returns 0, or: -EBUSY the kernel's admission test refused (may succeed after a retry: bandwidth
+ * of an exiting task comes back at its 0-lag time), -EPERM no CAP_SYS_NICE or the thread's
+ * affinity does not span its root domain, -EINVAL bad parameters or flags, -ESRCH the thread is
+ * gone, or another -errno. */
+int sched_apply_deadline(const SchedTarget *t, uint64_t runtime, uint64_t deadline, uint64_t period,
+                         uint64_t flags);
+
+/* Put the pinned thread back to SCHED_OTHER, nice 0, no RESET_ON_FORK, without leaving deadline
+ * bandwidth charged in the kernel (the two steps described above). A thread that is not
+ * SCHED_DEADLINE is just set to SCHED_OTHER. Returns 0, -ESRCH if the target is gone (its
+ * bandwidth went back when it exited), or another -errno. */
+int sched_release(const SchedTarget *t);
+
+/* A thread's scheduling state as sched_getattr reports it. */
+typedef struct SchedInfo {
+        uint32_t policy;
+        uint64_t flags;
+        int32_t nice;
+        uint32_t priority;
+        uint64_t runtime, deadline, period; /* ns, SCHED_DEADLINE only (0 otherwise) */
+} SchedInfo;
+
+/* Read thread tid's policy and parameters. Returns 0 and *ret, -ESRCH if no such thread, -errno. */
+int sched_get(pid_t tid, SchedInfo *ret);
+
+/* Read field 22 (starttime) of /proc/pid/task/tid/stat, robust against a comm containing spaces and
+ * ')' (the comm ends at the LAST ')'). Returns 0 and *ret, -ENOENT if pid has no such thread (or
+ * pid does not exist), -EBADMSG if the file cannot be parsed, -EINVAL for ids <= 0, -errno. */
+int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret);
+
+/* Parse the start time out of the text of a stat file (buf[0..len), need not be NUL-terminated).
+ * Pure. Returns 0 and *ret, or -EBADMSG. */
+int sched_parse_start_time(const char *buf, size_t len, uint64_t *ret);
+
+#endif /* EDFD_DAEMON_SCHED_H */
