@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "bandwidth.h"
+#include "capacity.h"
+#include "macro.h"
+#include "sched.h"
+
+static int read_int64(const char *path, int64_t *ret) {
+        FILE *f = fopen(path, "re");
+        long long v;
+        int n;
+
+        if (!f)
+                return -errno;
+        n = fscanf(f, "%lld", &v);
+        fclose(f);
+        if (n != 1)
+                return -EBADMSG;
+        *ret = v;
+        return 0;
+}
+
+/* The fair server exists since 6.12: 50 ms per 1 s per CPU by default. */
+static bool kernel_has_fair_server(void) {
+        struct utsname u;
+        unsigned major = 0, minor = 0;
+
+        if (access("/sys/kernel/debug/sched/fair_server", F_OK) == 0)
+                return true;
+        if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+                return false;
+        return major > 6 || (major == 6 && minor >= 12);
+}
+
+int capacity_read(KernelCapacity *ret) {
+        KernelCapacity c = {};
+        int64_t rt_runtime, rt_period, pmin, pmax;
+        long n;
+        int r;
+
+        r = read_int64("/proc/sys/kernel/sched_rt_runtime_us", &rt_runtime);
+        if (r < 0)
+                return r;
+        r = read_int64("/proc/sys/kernel/sched_rt_period_us", &rt_period);
+        if (r < 0)
+                return r;
+        if (rt_period <= 0)
+                return -EBADMSG;
+        c.limits = DL_LIMITS_DEFAULT;
+        if (read_int64("/proc/sys/kernel/sched_deadline_period_min_us", &pmin) == 0 && pmin > 0)
+                c.limits.period_min = (uint64_t) pmin * NSEC_PER_USEC;
+        if (read_int64("/proc/sys/kernel/sched_deadline_period_max_us", &pmax) == 0 && pmax > 0)
+                c.limits.period_max = (uint64_t) pmax * NSEC_PER_USEC;
+
+        n = sysconf(_SC_NPROCESSORS_ONLN);
+        c.ncpus = n > 0 ? (unsigned) n : 1;
+        c.rt_runtime_us = rt_runtime;
+        c.rt_period_us = (uint64_t) rt_period;
+        c.admission_off = rt_runtime < 0;
+        r = bw_kernel_capacity(c.ncpus, rt_runtime, (uint64_t) rt_period, &c.raw);
+        if (r < 0)
+                return r;
+        if (kernel_has_fair_server()) {
+                uint64_t one;
+                (void) bw_of(50 * NSEC_PER_MSEC, NSEC_PER_SEC, &one);
+                c.fair_server = one * c.ncpus;
+        }
+        if (c.admission_off)
+                c.usable = UINT64_MAX;
+        else
+                c.usable = c.raw > c.fair_server ? c.raw - c.fair_server : 0;
+        *ret = c;
+        return 0;
+}
+
+static bool is_number(const char *s) {
+        if (!*s)
+                return false;
+        for (; *s; s++)
+                if (*s < '0' || *s > '9')
+                        return false;
+        return true;
+}
+
+int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threads) {
+        DIR *proc = opendir("/proc");
+        struct dirent *de;
+        uint64_t total = 0;
+        unsigned n = 0;
+
+        if (!proc)
+                return -errno;
+        while ((de = readdir(proc))) {
+                char path[300];
+                DIR *task;
+                struct dirent *te;
+
+                if (!is_number(de->d_name))
+                        continue;
+                snprintf(path, sizeof path, "/proc/%s/task", de->d_name);
+                task = opendir(path);
+                if (!task)
+                        continue; /* exited meanwhile */
+                while ((te = readdir(task))) {
+                        SchedInfo si;
+                        const Reservation *r;
+                        uint64_t bw, start;
+                        pid_t tid;
+
+                        if (!is_number(te->d_name))
+                                continue;
+                        tid = (pid_t) atoi(te->d_name);
+                        if (sched_get(tid, &si) < 0 || si.policy != SCHED_DEADLINE)
+                                continue;
+                        r = tree_find_thread(t, (uint32_t) tid);
+                        if (r && sched_read_start_time((pid_t) atoi(de->d_name), tid, &start) == 0 &&
+                            start == r->start_time)
+                                continue;
+                        if (bw_of(si.runtime, si.period, &bw) == 0 && !__builtin_add_overflow(total, bw, &total))
+                                n++;
+                }
+                closedir(task);
+        }
+        closedir(proc);
+        *ret_bw = total;
+        if (ret_threads)
+                *ret_threads = n;
+        return 0;
+}

@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The bus object: the vtable and the method handlers. Each handler reads its arguments, checks
+ * them, finds out who is calling, and hands the decision and its application to a manager_*
+ * operation; then it replies. This is the only place where outcomes become D-Bus error names. */
+
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "bandwidth.h"
+#include "log.h"
+#include "manager.h"
+#include "protocol.h"
+
+static int reply_error(sd_bus_error *ret_error, const OpError *e) {
+        const char *name;
+
+        switch (e->kind) {
+        case OP_REFUSED:
+                switch (e->refusal.outcome) {
+                case ADMIT_OVER_BUDGET:
+                        name = EDFD_ERROR_OVER_BUDGET;
+                        break;
+                case ADMIT_NO_SUCH_GROUP:
+                        name = EDFD_ERROR_NO_SUCH_GROUP;
+                        break;
+                case ADMIT_GROUP_EXISTS:
+                        name = EDFD_ERROR_GROUP_EXISTS;
+                        break;
+                case ADMIT_NO_SUCH_RESERVATION:
+                        name = EDFD_ERROR_NO_SUCH_RESERVATION;
+                        break;
+                case ADMIT_ALREADY_ADMITTED:
+                case ADMIT_ID_IN_USE:
+                        name = EDFD_ERROR_ALREADY_ADMITTED;
+                        break;
+                case ADMIT_GROUP_NOT_EMPTY:
+                        name = EDFD_ERROR_GROUP_NOT_EMPTY;
+                        break;
+                default:
+                        name = EDFD_ERROR_INVALID_PARAMETERS;
+                }
+                break;
+        case OP_INVALID:
+                name = EDFD_ERROR_INVALID_PARAMETERS;
+                break;
+        case OP_NO_SUCH_THREAD:
+                name = EDFD_ERROR_NO_SUCH_THREAD;
+                break;
+        case OP_NO_SUCH_RESERVATION:
+                name = EDFD_ERROR_NO_SUCH_RESERVATION;
+                break;
+        case OP_FOREIGN_DEADLINE:
+                name = EDFD_ERROR_FOREIGN_DEADLINE;
+                break;
+        case OP_KERNEL_REFUSED:
+                name = EDFD_ERROR_KERNEL_REFUSED;
+                break;
+        case OP_PERMISSION_DENIED:
+                name = EDFD_ERROR_PERMISSION_DENIED;
+                break;
+        case OP_LIMIT_EXCEEDED:
+                name = EDFD_ERROR_LIMIT_EXCEEDED;
+                break;
+        case OP_INVALID_CONFIG:
+                name = EDFD_ERROR_INVALID_CONFIG;
+                break;
+        default:
+                return sd_bus_error_set_errnof(ret_error, e->err ? -e->err : EIO, "%s", e->message);
+        }
+        return sd_bus_error_set(ret_error, name, e->message);
+}
+
+static int caller_of(Manager *m, sd_bus_message *msg, Caller *ret, sd_bus_error *ret_error) {
+        int r = authz_caller(&m->creds, msg, ret);
+
+        if (r < 0)
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_PERMISSION_DENIED,
+                                         "cannot establish the caller's credentials: %s", strerror(-r));
+        return 0;
+}
+
+static int require_root(Manager *m, sd_bus_message *msg, const char *what, sd_bus_error *ret_error) {
+        Caller c;
+        int r = caller_of(m, msg, &c, ret_error);
+
+        if (r < 0)
+                return r;
+        if (c.uid != 0)
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_PERMISSION_DENIED, "%s needs root", what);
+        return 0;
+}
+
+static int check_group_args(const char *path, uint64_t runtime, uint64_t period, sd_bus_error *ret_error) {
+        if (!group_path_valid(path) || strcmp(path, "/") == 0)
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_INVALID_PARAMETERS,
+                                         "\"%.64s%s\" is not a valid group path (components of A-Z a-z 0-9 _ . - "
+                                         "starting with a letter or digit, separated by /)",
+                                         path, strlen(path) > 64 ? "..." : "");
+        if (period == 0 || runtime < 1024 || (runtime >> 44) != 0)
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_INVALID_PARAMETERS,
+                                         "group bandwidth needs a period > 0 and a runtime of at least 1024 ns "
+                                         "(and below 2^44 ns)");
+        return 0;
+}
+
+static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        uint64_t pid, tid, runtime, deadline, period, flags, id;
+        const char *group;
+        AdmitRequest req;
+        OpError e = {};
+        int r;
+
+        r = sd_bus_message_read(msg, "ttsttt" "t", &pid, &tid, &group, &runtime, &deadline, &period, &flags);
+        if (r < 0)
+                return r;
+        if (pid > INT32_MAX || tid > INT32_MAX)
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_NO_SUCH_THREAD, "no thread %" PRIu64 " in process %" PRIu64,
+                                         tid, pid);
+        if (*group && !group_path_valid(group))
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_INVALID_PARAMETERS,
+                                         "\"%.64s%s\" is not a valid group path", group, strlen(group) > 64 ? "..." : "");
+        req = (AdmitRequest) { .pid = (uint32_t) pid, .tid = (uint32_t) tid, .group = group,
+                               .params = { runtime, deadline, period }, .flags = flags };
+        r = caller_of(m, msg, &req.caller, ret_error);
+        if (r < 0)
+                return r;
+        if (manager_admit(m, &req, &id, &e) < 0)
+                return reply_error(ret_error, &e);
+        return sd_bus_reply_method_return(msg, "t", id);
+}
+
+static int method_update(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        uint64_t id, runtime, deadline, period;
+        OpError e = {};
+        Caller c;
+        int r;
+
+        r = sd_bus_message_read(msg, "tttt", &id, &runtime, &deadline, &period);
+        if (r < 0)
+                return r;
+        r = caller_of(m, msg, &c, ret_error);
+        if (r < 0)
+                return r;
+        if (manager_update(m, &c, id, &(DlParams) { runtime, deadline, period }, &e) < 0)
+                return reply_error(ret_error, &e);
+        return sd_bus_reply_method_return(msg, "");
+}
+
+static int release_one(Manager *m, sd_bus_message *msg, Reservation *res, sd_bus_error *ret_error) {
+        OpError e = {};
+        Caller c;
+        int r;
+
+        r = caller_of(m, msg, &c, ret_error);
+        if (r < 0)
+                return r;
+        if (manager_release(m, &c, res, "requested", &e) < 0)
+                return reply_error(ret_error, &e);
+        return sd_bus_reply_method_return(msg, "");
+}
+
+static int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        Reservation *res;
+        uint64_t id;
+        int r;
+
+        r = sd_bus_message_read(msg, "t", &id);
+        if (r < 0)
+                return r;
+        res = tree_find_reservation(m->tree, id);
+        if (!res)
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_NO_SUCH_RESERVATION, "no reservation %" PRIu64, id);
+        return release_one(m, msg, res, ret_error);
+}
+
+static int method_release_thread(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        Reservation *res;
+        uint64_t tid;
+        int r;
+
+        r = sd_bus_message_read(msg, "t", &tid);
+        if (r < 0)
+                return r;
+        res = tid <= INT32_MAX ? tree_find_thread(m->tree, (uint32_t) tid) : NULL;
+        if (!res)
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_NO_SUCH_RESERVATION,
+                                         "thread %" PRIu64 " holds no reservation", tid);
+        return release_one(m, msg, res, ret_error);
+}
+
+static int method_release_process(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        Reservation *res;
+        uint64_t pid;
+        uint32_t n = 0;
+        OpError e = {};
+        Caller c;
+        int r;
+
+        r = sd_bus_message_read(msg, "t", &pid);
+        if (r < 0)
+                return r;
+        res = pid <= INT32_MAX ? tree_find_process(m->tree, (uint32_t) pid) : NULL;
+        if (!res)
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_NO_SUCH_RESERVATION,
+                                         "process %" PRIu64 " holds no reservation", pid);
+        r = caller_of(m, msg, &c, ret_error);
+        if (r < 0)
+                return r;
+        /* All or nothing on permission: check every one first. */
+        for (Reservation *i = res; i; i = i->proc_next)
+                if (!manager_may_touch(m, &c, i))
+                        return sd_bus_error_setf(ret_error, EDFD_ERROR_PERMISSION_DENIED,
+                                                 "reservation %" PRIu64 " is not yours", i->id);
+        while ((res = tree_find_process(m->tree, (uint32_t) pid))) {
+                if (manager_release(m, &c, res, "requested", &e) < 0)
+                        return reply_error(ret_error, &e);
+                n++;
+        }
+        return sd_bus_reply_method_return(msg, "u", n);
+}
+
+static int method_list_reservations(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(tuusttttttu)");
+        if (r < 0)
+                return r;
+        for (const Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res)) {
+                r = sd_bus_message_append(reply, "(tuusttttttu)", res->id, res->pid, res->tid, res->group->path,
+                                          res->params.runtime, res->params.deadline, res->params.period, res->bw,
+                                          res->flags, res->donor, res->uid);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_open_container(reply, 'a', "(sttttuussssb)");
+        if (r < 0)
+                return r;
+        for (const Group *g = m->tree->root; g; g = group_next_preorder(g)) {
+                char users[1024] = "";
+                size_t n = 0;
+                for (char **u = g->users; u && *u && n < sizeof users - 1; u++)
+                        n += (size_t) snprintf(users + n, sizeof users - n, "%s%s", n ? "," : "", *u);
+                r = sd_bus_message_append(reply, "(sttttuussssb)", g->path, g->runtime, g->period, g->bw, g->allocated,
+                                          (uint32_t) g->n_reservations, (uint32_t) g->n_children,
+                                          g->cgroup ? g->cgroup : "", fork_policy_to_string(g->fork),
+                                          fork_policy_to_string(g->threads), users, g->dynamic);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_create_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        uint64_t runtime, period;
+        const char *path;
+        OpError e = {};
+        int r;
+
+        r = sd_bus_message_read(msg, "stt", &path, &runtime, &period);
+        if (r < 0)
+                return r;
+        r = check_group_args(path, runtime, period, ret_error);
+        if (r < 0)
+                return r;
+        r = require_root(m, msg, "creating a group", ret_error);
+        if (r < 0)
+                return r;
+        if (manager_group_create(m, path, runtime, period, &e) < 0)
+                return reply_error(ret_error, &e);
+        return sd_bus_reply_method_return(msg, "");
+}
+
+static int method_set_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        uint64_t runtime, period;
+        const char *path;
+        OpError e = {};
+        int r;
+
+        r = sd_bus_message_read(msg, "stt", &path, &runtime, &period);
+        if (r < 0)
+                return r;
+        r = check_group_args(path, runtime, period, ret_error);
+        if (r < 0)
+                return r;
+        r = require_root(m, msg, "changing a group", ret_error);
+        if (r < 0)
+                return r;
+        if (manager_group_set(m, path, runtime, period, &e) < 0)
+                return reply_error(ret_error, &e);
+        return sd_bus_reply_method_return(msg, "");
+}
+
+static int method_remove_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        const char *path;
+        OpError e = {};
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &path);
+        if (r < 0)
+                return r;
+        r = check_group_args(path, 1024, 1, ret_error);
+        if (r < 0)
+                return r;
+        r = require_root(m, msg, "removing a group", ret_error);
+        if (r < 0)
+                return r;
+        if (manager_group_remove(m, path, &e) < 0)
+                return reply_error(ret_error, &e);
+        return sd_bus_reply_method_return(msg, "");
+}
+
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        OpError e = {};
+        int r;
+
+        r = require_root(m, msg, "reloading the configuration", ret_error);
+        if (r < 0)
+                return r;
+        if (manager_reload(m, &e) < 0)
+                return reply_error(ret_error, &e);
+        return sd_bus_reply_method_return(msg, "");
+}
+
+static int method_echo(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        uint64_t v;
+        int r;
+
+        r = sd_bus_message_read(msg, "t", &v);
+        if (r < 0)
+                return r;
+        return sd_bus_reply_method_return(msg, "t", v);
+}
+
+#define PROPERTY_U64(fn, expr)                                                                                \
+        static int fn(sd_bus *bus, const char *path, const char *interface, const char *property,            \
+                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {                           \
+                Manager *m = userdata;                                                                        \
+                return sd_bus_message_append(reply, "t", (uint64_t) (expr));                                  \
+        }
+
+PROPERTY_U64(property_capacity, m->tree->root->bw)
+PROPERTY_U64(property_allocated, m->tree->root->allocated)
+PROPERTY_U64(property_unmanaged, m->unmanaged)
+PROPERTY_U64(property_kernel_capacity, m->kcap.raw)
+PROPERTY_U64(property_events_seen, m->events_seen)
+PROPERTY_U64(property_events_lost, m->events_lost)
+PROPERTY_U64(property_resyncs, m->resyncs)
+PROPERTY_U64(property_unseen_children, m->unseen_children)
+
+static int property_counts(sd_bus *bus, const char *path, const char *interface, const char *property,
+                           sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        if (strcmp(property, "Reservations") == 0)
+                return sd_bus_message_append(reply, "u", (uint32_t) m->tree->n_reservations);
+        return sd_bus_message_append(reply, "u", (uint32_t) (m->tree->n_groups - 1));
+}
+
+static int property_bools(sd_bus *bus, const char *path, const char *interface, const char *property,
+                          sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        if (strcmp(property, "KernelAdmission") == 0)
+                return sd_bus_message_append(reply, "b", !m->kcap.admission_off);
+        return sd_bus_message_append(reply, "b", tree_overcommitted(m->tree));
+}
+
+static int property_version(sd_bus *bus, const char *path, const char *interface, const char *property,
+                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        return sd_bus_message_append(reply, "s", EDFD_VERSION);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("Version", "s", property_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Capacity", "t", property_capacity, 0, 0),
+        SD_BUS_PROPERTY("Allocated", "t", property_allocated, 0, 0),
+        SD_BUS_PROPERTY("Unmanaged", "t", property_unmanaged, 0, 0),
+        SD_BUS_PROPERTY("KernelCapacity", "t", property_kernel_capacity, 0, 0),
+        SD_BUS_PROPERTY("KernelAdmission", "b", property_bools, 0, 0),
+        SD_BUS_PROPERTY("Overcommitted", "b", property_bools, 0, 0),
+        SD_BUS_PROPERTY("Reservations", "u", property_counts, 0, 0),
+        SD_BUS_PROPERTY("Groups", "u", property_counts, 0, 0),
+        SD_BUS_PROPERTY("EventsSeen", "t", property_events_seen, 0, 0),
+        SD_BUS_PROPERTY("EventsLost", "t", property_events_lost, 0, 0),
+        SD_BUS_PROPERTY("Resyncs", "t", property_resyncs, 0, 0),
+        SD_BUS_PROPERTY("UnseenChildren", "t", property_unseen_children, 0, 0),
+        SD_BUS_METHOD_WITH_NAMES("Admit", "ttsttt" "t",
+                                 SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group) SD_BUS_PARAM(runtime)
+                                 SD_BUS_PARAM(deadline) SD_BUS_PARAM(period) SD_BUS_PARAM(flags),
+                                 "t", SD_BUS_PARAM(id), method_admit, 0),
+        SD_BUS_METHOD_WITH_NAMES("Update", "tttt",
+                                 SD_BUS_PARAM(id) SD_BUS_PARAM(runtime) SD_BUS_PARAM(deadline) SD_BUS_PARAM(period),
+                                 "", , method_update, 0),
+        SD_BUS_METHOD_WITH_NAMES("Release", "t", SD_BUS_PARAM(id), "", , method_release, 0),
+        SD_BUS_METHOD_WITH_NAMES("ReleaseThread", "t", SD_BUS_PARAM(tid), "", , method_release_thread, 0),
+        SD_BUS_METHOD_WITH_NAMES("ReleaseProcess", "t", SD_BUS_PARAM(pid), "u", SD_BUS_PARAM(released),
+                                 method_release_process, 0),
+        SD_BUS_METHOD_WITH_NAMES("ListReservations", "", , "a(tuusttttttu)", SD_BUS_PARAM(reservations),
+                                 method_list_reservations, 0),
+        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(sttttuussssb)", SD_BUS_PARAM(groups), method_list_groups, 0),
+        SD_BUS_METHOD_WITH_NAMES("CreateGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period),
+                                 "", , method_create_group, 0),
+        SD_BUS_METHOD_WITH_NAMES("SetGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period), "",
+                                 , method_set_group, 0),
+        SD_BUS_METHOD_WITH_NAMES("RemoveGroup", "s", SD_BUS_PARAM(path), "", , method_remove_group, 0),
+        SD_BUS_METHOD("Reload", "", "", method_reload, 0),
+        SD_BUS_METHOD_WITH_NAMES("Echo", "t", SD_BUS_PARAM(value), "t", SD_BUS_PARAM(value), method_echo, 0),
+        SD_BUS_SIGNAL_WITH_NAMES("ReservationAdded", "tuuss",
+                                 SD_BUS_PARAM(id) SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group)
+                                 SD_BUS_PARAM(reason), 0),
+        SD_BUS_SIGNAL_WITH_NAMES("ReservationRemoved", "tuuss",
+                                 SD_BUS_PARAM(id) SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group)
+                                 SD_BUS_PARAM(reason), 0),
+        SD_BUS_SIGNAL_WITH_NAMES("ReservationChanged", "tttts",
+                                 SD_BUS_PARAM(id) SD_BUS_PARAM(runtime) SD_BUS_PARAM(deadline) SD_BUS_PARAM(period)
+                                 SD_BUS_PARAM(reason), 0),
+        SD_BUS_SIGNAL_WITH_NAMES("Split", "tt", SD_BUS_PARAM(donor_id) SD_BUS_PARAM(child_id), 0),
+        SD_BUS_SIGNAL("GroupsChanged", "", 0),
+        SD_BUS_VTABLE_END,
+};
+
+static int on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        const char *name, *old_owner, *new_owner;
+
+        if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) < 0)
+                return 0;
+        if (name[0] == ':' && new_owner[0] == '\0')
+                authz_forget(&m->creds, name);
+        return 0;
+}
+
+int manager_bus_register(Manager *m) {
+        int r;
+
+        r = sd_bus_add_object_vtable(m->bus, NULL, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, manager_vtable, m);
+        if (r < 0)
+                return r;
+        r = sd_bus_match_signal(m->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, m);
+        if (r < 0)
+                return r;
+        return 0;
+}
+
+void manager_bus_emit_added(Manager *m, const Reservation *r, const char *reason) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "ReservationAdded", "tuuss", r->id,
+                                          r->pid, r->tid, r->group->path, reason);
+}
+
+void manager_bus_emit_removed(Manager *m, uint64_t id, uint32_t pid, uint32_t tid, const char *group,
+                              const char *reason) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "ReservationRemoved", "tuuss", id,
+                                          pid, tid, group, reason);
+}
+
+void manager_bus_emit_changed(Manager *m, const Reservation *r, const char *reason) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "ReservationChanged", "tttts",
+                                          r->id, r->params.runtime, r->params.deadline, r->params.period, reason);
+}
+
+void manager_bus_emit_split(Manager *m, uint64_t donor, uint64_t child) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Split", "tt", donor, child);
+}
+
+void manager_bus_emit_groups_changed(Manager *m) {
+        if (m->bus)
+                (void) sd_bus_emit_signal(m->bus, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "GroupsChanged", "");
+}

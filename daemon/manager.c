@@ -1,0 +1,1228 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bandwidth.h"
+#include "cgroup.h"
+#include "duration.h"
+#include "log.h"
+#include "macro.h"
+#include "manager.h"
+#include "protocol.h"
+#include "sched.h"
+
+extern const char edfd_default_config[];
+
+#define DEFAULT_STATE_DIR "/run/edfd"
+#define RESYNC_INTERVAL_USEC (10 * UINT64_C(1000000))
+/* How long an EBUSY from the kernel is retried when the books say the request fits: bandwidth of
+ * an exited or demoted task comes back at its 0-lag time, within its period. */
+#define EBUSY_RETRY_NSEC (100 * NSEC_PER_MSEC)
+
+_printf_(3, 4) static int op_fail(OpError *e, OpFailure kind, const char *fmt, ...) {
+        va_list ap;
+
+        e->kind = kind;
+        va_start(ap, fmt);
+        vsnprintf(e->message, sizeof e->message, fmt, ap);
+        va_end(ap);
+        return -1;
+}
+
+static int op_refused(OpError *e, const Refusal *r) {
+        e->kind = OP_REFUSED;
+        e->refusal = *r;
+        refusal_format(r, e->message, sizeof e->message);
+        return -1;
+}
+
+static int op_errno(OpError *e, int err, const char *what) {
+        e->kind = OP_ERRNO;
+        e->err = err;
+        snprintf(e->message, sizeof e->message, "%s: %s", what, strerror(-err));
+        return -1;
+}
+
+/* --- targets: the pinned threads of reservations --- */
+
+static SchedTarget *target_get(Manager *m, uint64_t id) {
+        return hashmap_get(&m->targets, id);
+}
+
+static int target_put(Manager *m, uint64_t id, const SchedTarget *t) {
+        SchedTarget *copy = malloc(sizeof *copy);
+        int r;
+
+        if (!copy)
+                return -ENOMEM;
+        *copy = *t;
+        r = hashmap_put(&m->targets, id, copy);
+        if (r < 0)
+                free(copy);
+        return r;
+}
+
+static void target_drop(Manager *m, uint64_t id) {
+        SchedTarget *t = hashmap_remove(&m->targets, id);
+
+        if (t) {
+                sched_target_done(t);
+                free(t);
+        }
+}
+
+static uint64_t sched_flags_of(uint64_t admit_flags) {
+        return ((admit_flags & EDFD_ADMIT_RECLAIM) ? SCHED_FLAG_RECLAIM : 0) |
+               ((admit_flags & EDFD_ADMIT_OVERRUN_SIGNAL) ? SCHED_FLAG_DL_OVERRUN : 0);
+}
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+/* sched_apply_deadline, retrying EBUSY briefly: the books say it fits, so the kernel is still
+ * holding bandwidth that is on its way back. */
+static int apply_with_retry(const SchedTarget *t, const DlParams *p, uint64_t flags) {
+        uint64_t until = now_ns() + EBUSY_RETRY_NSEC;
+        int r;
+
+        for (unsigned i = 0;; i++) {
+                r = sched_apply_deadline(t, p->runtime, p->deadline, p->period, sched_flags_of(flags));
+                if (r != -EBUSY || now_ns() >= until)
+                        return r;
+                /* 50 us, doubling up to 5 ms. */
+                struct timespec ts = { 0, (long) MIN(50000UL << MIN(i, 7u), 5000000UL) };
+                nanosleep(&ts, NULL);
+        }
+}
+
+static int kernel_failure(OpError *e, int r, const char *what) {
+        switch (r) {
+        case -EBUSY:
+                return op_fail(e, OP_KERNEL_REFUSED,
+                               "%s: the kernel refused the bandwidth (EBUSY) although edfd's books have room: a "
+                               "deadline thread edfd does not manage may hold it",
+                               what);
+        case -EPERM:
+                return op_fail(e, OP_KERNEL_REFUSED,
+                               "%s: the kernel refused (EPERM): the thread's CPU affinity must span its whole root "
+                               "domain, and edfd needs CAP_SYS_NICE",
+                               what);
+        case -ESRCH:
+        case -ENOENT:
+                return op_fail(e, OP_NO_SUCH_THREAD, "%s: the thread is gone", what);
+        case -EINVAL:
+                return op_fail(e, OP_KERNEL_REFUSED, "%s: the kernel refused the parameters (EINVAL)", what);
+        default:
+                return op_errno(e, r, what);
+        }
+}
+
+/* --- state --- */
+
+static int record(Manager *m, bool intent, const Reservation *r) {
+        StateRecord rec;
+
+        state_record_from(&rec, r);
+        return state_write_reservation(m->state, intent, &rec);
+}
+
+static void maybe_compact(Manager *m);
+
+static void log_state_failure(int r) {
+        log_error("Failed to record a change in the state directory: %s", strerror(-r));
+}
+
+/* --- status --- */
+
+static void notify_status(Manager *m) {
+        char a[DURATION_MAX], b[DURATION_MAX];
+        size_t n_groups = m->tree->n_groups - 1;
+
+        sd_notifyf(false, "STATUS=%zu reservations in %zu groups, %s of %s allocated%s", m->tree->n_reservations,
+                   n_groups, bw_format(m->tree->root->allocated, a), bw_format(m->tree->root->bw, b),
+                   tree_overcommitted(m->tree) ? " (OVERCOMMITTED: admissions refused)" : "");
+}
+
+/* --- operations --- */
+
+bool manager_may_touch(const Manager *m, const Caller *c, const Reservation *r) {
+        return c->uid == 0 || c->uid == r->uid;
+}
+
+static Group *resolve_group(Manager *m, const char *path) {
+        if (!path || !*path)
+                path = m->config && m->config->default_group ? m->config->default_group : "/";
+        return tree_find_group(m->tree, path);
+}
+
+int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError *error) {
+        SchedTarget t = SCHED_TARGET_NULL;
+        ReservationSpec spec = {};
+        Reservation *res, *other;
+        SchedInfo si;
+        Refusal rf;
+        Group *g;
+        uid_t owner;
+        uint32_t pid = req->pid, tid = req->tid;
+        int r;
+
+        if (req->flags & ~EDFD_ADMIT_ALL)
+                return op_fail(error, OP_INVALID, "unknown flags 0x%" PRIx64 " (known: 1 reclaim, 2 overrun signal, 4 move)",
+                               req->flags & ~EDFD_ADMIT_ALL);
+        g = resolve_group(m, req->group);
+        if (!g) {
+                rf = (Refusal) { .outcome = ADMIT_NO_SUCH_GROUP,
+                                 .name = req->group && *req->group ? req->group : "(default group)" };
+                return op_refused(error, &rf);
+        }
+        if (pid == 0)
+                pid = (uint32_t) req->caller.pid;
+        if (tid == 0)
+                tid = pid;
+        if (pid > INT32_MAX || tid > INT32_MAX)
+                return op_fail(error, OP_NO_SUCH_THREAD, "no thread %" PRIu32 " in process %" PRIu32, tid, pid);
+
+        /* Check the parameters before touching anything of the thread. */
+        DlParams p = req->params;
+        ParamsOutcome po = dl_params_check(&p, &m->tree->limits);
+        if (po != PARAMS_OK) {
+                rf = (Refusal) { .outcome = ADMIT_BAD_PARAMS, .params = po };
+                return op_refused(error, &rf);
+        }
+
+        other = tree_find_thread(m->tree, tid);
+        if (other) {
+                rf = (Refusal) { .outcome = ADMIT_ALREADY_ADMITTED, .name = g->path, .have = other->id };
+                return op_refused(error, &rf);
+        }
+
+        r = sched_target_pin((pid_t) pid, (pid_t) tid, &t);
+        if (r < 0)
+                return op_fail(error, OP_NO_SUCH_THREAD, "no thread %" PRIu32 " in process %" PRIu32, tid, pid);
+
+        r = authz_process_owner((pid_t) pid, &owner);
+        if (r < 0) {
+                sched_target_done(&t);
+                return op_fail(error, OP_NO_SUCH_THREAD, "process %" PRIu32 " is gone", pid);
+        }
+        if (req->caller.uid != 0 && owner != req->caller.uid) {
+                sched_target_done(&t);
+                return op_fail(error, OP_PERMISSION_DENIED, "thread %" PRIu32 " belongs to uid %u, not to you (uid %u)",
+                               tid, (unsigned) owner, (unsigned) req->caller.uid);
+        }
+        if (!authz_group_allows(g, req->caller.uid)) {
+                sched_target_done(&t);
+                return op_fail(error, OP_PERMISSION_DENIED, "group %s does not allow uid %u (see its users: list)",
+                               g->path, (unsigned) req->caller.uid);
+        }
+        if ((req->flags & EDFD_ADMIT_MOVE) && req->caller.uid != 0) {
+                sched_target_done(&t);
+                return op_fail(error, OP_PERMISSION_DENIED,
+                               "moving a process into edfd's cgroups (flag 4) is for root only");
+        }
+        if ((req->flags & EDFD_ADMIT_MOVE) && (!g->cgroup || !m->cgroups_usable)) {
+                sched_target_done(&t);
+                return op_fail(error, OP_INVALID, "group %s has no cgroup to move into%s", g->path,
+                               m->cgroups_usable ? "" : " (the cgroup root is not usable)");
+        }
+        r = sched_get((pid_t) tid, &si);
+        if (r < 0) {
+                sched_target_done(&t);
+                return op_fail(error, OP_NO_SUCH_THREAD, "thread %" PRIu32 " is gone", tid);
+        }
+        if (si.policy == SCHED_DEADLINE) {
+                sched_target_done(&t);
+                return op_fail(error, OP_FOREIGN_DEADLINE,
+                               "thread %" PRIu32 " is SCHED_DEADLINE already (%s/%s), set outside edfd", tid,
+                               duration_format(si.runtime, (char[DURATION_MAX]) {}),
+                               duration_format(si.period, (char[DURATION_MAX]) {}));
+        }
+
+        /* Decide. */
+        spec = (ReservationSpec) {
+                .pid = pid, .tid = tid, .uid = owner, .start_time = t.start_time, .params = p, .flags = req->flags,
+        };
+        r = reservation_admit(m->tree, g, &spec, &res, &rf);
+        if (r != 0) {
+                sched_target_done(&t);
+                if (r < 0)
+                        return op_errno(error, r, "admission");
+                return op_refused(error, &rf);
+        }
+
+        /* Record the intent, apply, record the result. */
+        r = record(m, true, res);
+        if (r < 0) {
+                log_state_failure(r);
+                reservation_release(m->tree, res, NULL);
+                sched_target_done(&t);
+                return op_errno(error, r, "recording the admission");
+        }
+        r = apply_with_retry(&t, &res->params, res->flags);
+        if (r < 0) {
+                uint64_t id = res->id;
+                reservation_release(m->tree, res, NULL);
+                (void) state_write_release(m->state, id);
+                sched_target_done(&t);
+                return kernel_failure(error, r, "admission");
+        }
+        if (req->flags & EDFD_ADMIT_MOVE) {
+                r = cgroup_move_process(m->cgroup_root, g->cgroup, (pid_t) pid);
+                if (r < 0) {
+                        uint64_t id = res->id;
+                        (void) sched_release(&t);
+                        reservation_release(m->tree, res, NULL);
+                        (void) state_write_release(m->state, id);
+                        sched_target_done(&t);
+                        return op_errno(error, r, "moving the process into its group's cgroup");
+                }
+        }
+        r = record(m, false, res);
+        if (r == 0)
+                r = target_put(m, res->id, &t);
+        if (r < 0) {
+                uint64_t id = res->id;
+                log_state_failure(r);
+                (void) sched_release(&t);
+                reservation_release(m->tree, res, NULL);
+                (void) state_write_release(m->state, id);
+                sched_target_done(&t);
+                return op_errno(error, r, "recording the admission");
+        }
+
+        log_debug("Admitted %" PRIu64 ": thread %" PRIu32 " of %" PRIu32 " in %s", res->id, tid, pid, g->path);
+        manager_bus_emit_added(m, res, "requested");
+        notify_status(m);
+        maybe_compact(m);
+        *ret_id = res->id;
+        return 0;
+}
+
+int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *params, OpError *error) {
+        Reservation *res = tree_find_reservation(m->tree, id);
+        SchedTarget *t;
+        DlParams old;
+        Refusal rf;
+        int r;
+
+        if (!res)
+                return op_fail(error, OP_NO_SUCH_RESERVATION, "no reservation %" PRIu64, id);
+        if (!manager_may_touch(m, c, res))
+                return op_fail(error, OP_PERMISSION_DENIED, "reservation %" PRIu64 " is not yours", id);
+        t = target_get(m, id);
+        old = res->params;
+        r = reservation_update(m->tree, res, params, &rf);
+        if (r < 0)
+                return op_errno(error, r, "update");
+        if (r > 0)
+                return op_refused(error, &rf);
+        r = record(m, true, res);
+        if (r < 0) {
+                log_state_failure(r);
+                (void) reservation_update(m->tree, res, &old, NULL);
+                return op_errno(error, r, "recording the update");
+        }
+        r = t ? apply_with_retry(t, &res->params, res->flags) : -ESRCH;
+        if (r < 0) {
+                (void) reservation_update(m->tree, res, &old, NULL); /* shrinking back always fits */
+                (void) record(m, false, res);
+                return kernel_failure(error, r, "update");
+        }
+        r = record(m, false, res);
+        if (r < 0)
+                log_state_failure(r);
+        manager_bus_emit_changed(m, res, "requested");
+        notify_status(m);
+        maybe_compact(m);
+        return 0;
+}
+
+/* Release from the books (the thread was already put back, or is gone), give runtime back to the
+ * donor where the rule says so, record and signal. */
+static void release_books(Manager *m, Reservation *res, const char *reason) {
+        uint64_t id = res->id;
+        uint32_t pid = res->pid, tid = res->tid;
+        char group[GROUP_PATH_MAX + 1];
+        ReleaseEffect e;
+        int r;
+
+        snprintf(group, sizeof group, "%s", res->group->path);
+        reservation_release(m->tree, res, &e);
+        target_drop(m, id);
+        r = state_write_release(m->state, id);
+        if (r < 0)
+                log_state_failure(r);
+
+        if (e.donor) {
+                SchedTarget *dt = target_get(m, e.donor->id);
+                (void) record(m, true, e.donor);
+                r = dt ? apply_with_retry(dt, &e.donor->params, e.donor->flags) : -ESRCH;
+                if (r < 0) {
+                        /* The kernel would not take it back: the runtime stays with the group. */
+                        log_debug("Could not return runtime to donor %" PRIu64 ": %s", e.donor->id, strerror(-r));
+                        (void) reservation_update(m->tree, e.donor, &e.donor_old, NULL);
+                        (void) record(m, false, e.donor);
+                } else {
+                        (void) record(m, false, e.donor);
+                        manager_bus_emit_changed(m, e.donor, "returned");
+                }
+        }
+        manager_bus_emit_removed(m, id, pid, tid, group, reason);
+        notify_status(m);
+        maybe_compact(m);
+}
+
+int manager_release(Manager *m, const Caller *c, Reservation *res, const char *reason, OpError *error) {
+        SchedTarget *t;
+        int r;
+
+        if (c && !manager_may_touch(m, c, res))
+                return op_fail(error, OP_PERMISSION_DENIED, "reservation %" PRIu64 " is not yours", res->id);
+        t = target_get(m, res->id);
+        if (t) {
+                r = sched_release(t);
+                if (r < 0 && r != -ESRCH) {
+                        log_warning("Failed to put thread %" PRIu32 " back to SCHED_OTHER: %s", res->tid, strerror(-r));
+                        if (error)
+                                return kernel_failure(error, r, "release");
+                        return -1;
+                }
+        }
+        release_books(m, res, reason);
+        return 0;
+}
+
+/* --- groups --- */
+
+static void group_apply_cgroup(Manager *m, const Group *g) {
+        int r;
+
+        if (!g->cgroup || !m->cgroups_usable)
+                return;
+        r = cgroup_ensure(m->cgroup_root, g->cgroup);
+        if (r < 0) {
+                log_warning("Failed to create cgroup %s/%s: %s", m->cgroup_root, g->cgroup, strerror(-r));
+                return;
+        }
+        r = cgroup_set_cpu_max(m->cgroup_root, g->cgroup, g->runtime, g->period);
+        if (r == -ENOENT) {
+                if (!m->cpu_max_missing_reported)
+                        log_notice("No cpu.max under %s (the cpu controller is not available in this cgroup v2 "
+                                   "hierarchy): groups' normal tasks are not capped",
+                                   m->cgroup_root);
+                m->cpu_max_missing_reported = true;
+        } else if (r < 0)
+                log_warning("Failed to write %s/%s/cpu.max: %s", m->cgroup_root, g->cgroup, strerror(-r));
+}
+
+int manager_group_create(Manager *m, const char *path, uint64_t runtime, uint64_t period, OpError *error) {
+        GroupSpec spec = { .runtime = runtime, .period = period, .fork = _FORK_POLICY_UNSET,
+                           .threads = _FORK_POLICY_UNSET, .dynamic = true };
+        Refusal rf;
+        Group *g;
+        int r;
+
+        r = group_create(m->tree, path, &spec, &g, &rf);
+        if (r < 0)
+                return op_errno(error, r, "creating the group");
+        if (r > 0)
+                return op_refused(error, &rf);
+        r = state_write_group(m->state, false, path, runtime, period);
+        if (r < 0) {
+                log_state_failure(r);
+                (void) group_remove(m->tree, g, NULL);
+                return op_errno(error, r, "recording the group");
+        }
+        manager_bus_emit_groups_changed(m);
+        notify_status(m);
+        return 0;
+}
+
+int manager_group_set(Manager *m, const char *path, uint64_t runtime, uint64_t period, OpError *error) {
+        Group *g = tree_find_group(m->tree, path);
+        uint64_t old_runtime, old_period;
+        Refusal rf;
+        int r;
+
+        if (!g) {
+                rf = (Refusal) { .outcome = ADMIT_NO_SUCH_GROUP, .name = path };
+                return op_refused(error, &rf);
+        }
+        old_runtime = g->runtime;
+        old_period = g->period;
+        r = group_set_bandwidth(m->tree, g, runtime, period, &rf);
+        if (r > 0)
+                return op_refused(error, &rf);
+        r = state_write_group(m->state, !g->dynamic, path, runtime, period);
+        if (r < 0) {
+                log_state_failure(r);
+                (void) group_set_bandwidth(m->tree, g, old_runtime, old_period, NULL);
+                return op_errno(error, r, "recording the group");
+        }
+        if (!g->dynamic)
+                g->overridden = true;
+        group_apply_cgroup(m, g);
+        manager_bus_emit_groups_changed(m);
+        notify_status(m);
+        return 0;
+}
+
+int manager_group_remove(Manager *m, const char *path, OpError *error) {
+        Group *g = tree_find_group(m->tree, path);
+        _cleanup_free_ char *cg = NULL;
+        Refusal rf;
+        bool dynamic;
+        int r;
+
+        if (!g) {
+                rf = (Refusal) { .outcome = ADMIT_NO_SUCH_GROUP, .name = path };
+                return op_refused(error, &rf);
+        }
+        if (!g->dynamic)
+                return op_fail(error, OP_PERMISSION_DENIED,
+                               "group %s comes from the configuration: remove it there and reload", path);
+        dynamic = g->dynamic;
+        cg = g->cgroup ? strdup(g->cgroup) : NULL;
+        r = group_remove(m->tree, g, &rf);
+        if (r > 0)
+                return op_refused(error, &rf);
+        if (dynamic) {
+                r = state_write_group_removed(m->state, path);
+                if (r < 0)
+                        log_state_failure(r);
+        }
+        if (cg && m->cgroups_usable)
+                (void) cgroup_remove(m->cgroup_root, cg);
+        manager_bus_emit_groups_changed(m);
+        notify_status(m);
+        return 0;
+}
+
+/* --- configuration --- */
+
+static int config_load(const char *path, Config **ret, char **ret_errors) {
+        ConfErrors errors = {};
+        Config *c = NULL;
+        int r;
+
+        if (path) {
+                FILE *f = fopen(path, "re");
+                if (!f)
+                        return -errno;
+                r = conf_parse_file(f, path, &c, &errors);
+                fclose(f);
+        } else
+                r = conf_parse_buffer(edfd_default_config, strlen(edfd_default_config), "(embedded edfd.yaml)", &c,
+                                      &errors);
+        if (r < 0) {
+                /* Join the errors into one message. */
+                size_t len = 1;
+                for (size_t i = 0; i < errors.n; i++)
+                        len += strlen(errors.lines[i]) + 1;
+                char *msg = calloc(1, len);
+                if (msg)
+                        for (size_t i = 0; i < errors.n; i++) {
+                                strcat(msg, errors.lines[i]);
+                                if (i + 1 < errors.n)
+                                        strcat(msg, "\n");
+                        }
+                conf_errors_done(&errors);
+                *ret_errors = msg;
+                return r;
+        }
+        conf_errors_done(&errors);
+        *ret = c;
+        return 0;
+}
+
+/* Build a tree from c with the dynamic groups and overrides of `extra` (a StateLoaded's groups, or
+ * the live tree's dynamic groups); NULL error string on success. */
+static int tree_build(Manager *m, const Config *c, const char *filename, const StateGroup *extra, size_t n_extra,
+                      Tree **ret, char **ret_errors) {
+        ConfErrors errors = {};
+        Tree *t = NULL;
+        int r;
+
+        r = conf_build_tree(c, filename, m->kcap.usable, &m->kcap.limits, &t, &errors);
+        if (r < 0) {
+                size_t len = 1;
+                for (size_t i = 0; i < errors.n; i++)
+                        len += strlen(errors.lines[i]) + 1;
+                char *msg = calloc(1, len);
+                if (msg)
+                        for (size_t i = 0; i < errors.n; i++) {
+                                strcat(msg, errors.lines[i]);
+                                if (i + 1 < errors.n)
+                                        strcat(msg, "\n");
+                        }
+                conf_errors_done(&errors);
+                *ret_errors = msg;
+                return r;
+        }
+        conf_errors_done(&errors);
+        tree_set_capacity(t, t->capacity, m->unmanaged);
+
+        for (size_t i = 0; i < n_extra; i++) {
+                Refusal rf;
+                char buf[256];
+                int k;
+                if (extra[i].override) {
+                        Group *g = tree_find_group(t, extra[i].path);
+                        if (!g)
+                                continue; /* the configured group is gone: the override with it */
+                        k = group_set_bandwidth(t, g, extra[i].runtime, extra[i].period, &rf);
+                        if (k == 0)
+                                g->overridden = true;
+                } else {
+                        GroupSpec spec = { .runtime = extra[i].runtime, .period = extra[i].period,
+                                           .fork = _FORK_POLICY_UNSET, .threads = _FORK_POLICY_UNSET,
+                                           .dynamic = true };
+                        k = group_create(t, extra[i].path, &spec, NULL, &rf);
+                }
+                if (k < 0) {
+                        tree_free(t);
+                        return k;
+                }
+                if (k > 0)
+                        log_warning("Group %s from the state directory does not fit: %s", extra[i].path,
+                                    refusal_format(&rf, buf, sizeof buf));
+        }
+        *ret = t;
+        return 0;
+}
+
+/* The dynamic groups (and, if with_overrides, the configured groups whose bandwidth was changed at
+ * run time) of the live tree, parents first. */
+static int collect_groups(const Tree *t, bool with_overrides, StateGroup **ret, size_t *ret_n) {
+        StateGroup *v = calloc(t->n_groups, sizeof(StateGroup));
+        size_t n = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (const Group *g = t->root->first_child; g; g = group_next_preorder(g))
+                if (g->dynamic || (with_overrides && g->overridden)) {
+                        v[n] = (StateGroup) { .runtime = g->runtime, .period = g->period, .override = !g->dynamic };
+                        snprintf(v[n].path, sizeof v[n].path, "%s", g->path);
+                        n++;
+                }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static int collect_records(const Tree *t, StateRecord **ret, size_t *ret_n) {
+        StateRecord *v = calloc(t->n_reservations ? t->n_reservations : 1, sizeof(StateRecord));
+        size_t n = 0;
+
+        if (!v)
+                return -ENOMEM;
+        for (const Reservation *r = reservation_next(t, NULL); r; r = reservation_next(t, r))
+                state_record_from(&v[n++], r);
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+static int snapshot(Manager *m, bool with_overrides) {
+        _cleanup_free_ StateRecord *recs = NULL;
+        _cleanup_free_ StateGroup *groups = NULL;
+        size_t nr, ng;
+        int r;
+
+        r = collect_records(m->tree, &recs, &nr);
+        if (r < 0)
+                return r;
+        r = collect_groups(m->tree, with_overrides, &groups, &ng);
+        if (r < 0)
+                return r;
+        return state_rewrite(m->state, recs, nr, groups, ng, m->tree->next_id);
+}
+
+static void maybe_compact(Manager *m) {
+        int r;
+
+        if (!state_wants_rewrite(m->state, m->tree->n_reservations + m->tree->n_groups))
+                return;
+        r = snapshot(m, true);
+        if (r < 0)
+                log_warning("Failed to compact the state file: %s", strerror(-r));
+}
+
+int manager_reload(Manager *m, OpError *error) {
+        _cleanup_free_ char *errors = NULL;
+        _cleanup_free_ StateGroup *dyn = NULL;
+        Config *c = NULL;
+        Tree *t = NULL;
+        size_t n_dyn;
+        int r;
+
+        sd_notify(false, "RELOADING=1");
+        r = config_load(m->config_path, &c, &errors);
+        if (r < 0) {
+                sd_notify(false, "READY=1");
+                return op_fail(error, OP_INVALID_CONFIG, "%s", errors ? errors : strerror(-r));
+        }
+        (void) capacity_read(&m->kcap);
+        r = collect_groups(m->tree, false, &dyn, &n_dyn);
+        if (r >= 0)
+                r = tree_build(m, c, m->config_path ? m->config_path : "(embedded edfd.yaml)", dyn, n_dyn, &t, &errors);
+        if (r < 0) {
+                conf_free(c);
+                sd_notify(false, "READY=1");
+                return op_fail(error, OP_INVALID_CONFIG, "%s", errors ? errors : strerror(-r));
+        }
+
+        /* Every live reservation must find its group, and fit, in the new tree. */
+        for (const Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res)) {
+                Group *g = tree_find_group(t, res->group->path);
+                ReservationSpec spec = { .id = res->id, .pid = res->pid, .tid = res->tid, .uid = res->uid,
+                                         .start_time = res->start_time, .params = res->params, .flags = res->flags,
+                                         .donor = res->donor };
+                Refusal rf;
+                char buf[256];
+
+                if (!g) {
+                        op_fail(error, OP_INVALID_CONFIG,
+                                "the new configuration has no group %s, which holds reservation %" PRIu64, res->group->path,
+                                res->id);
+                        goto fail;
+                }
+                r = reservation_admit(t, g, &spec, NULL, &rf);
+                if (r != 0) {
+                        op_fail(error, OP_INVALID_CONFIG, "reservation %" PRIu64 " does not fit the new configuration: %s",
+                                res->id, r > 0 ? refusal_format(&rf, buf, sizeof buf) : strerror(-r));
+                        goto fail;
+                }
+        }
+        t->next_id = MAX(t->next_id, m->tree->next_id);
+
+        tree_free(m->tree);
+        m->tree = t;
+        conf_free(m->config);
+        m->config = c;
+        for (const Group *g = t->root; g; g = group_next_preorder(g))
+                group_apply_cgroup(m, g);
+        r = snapshot(m, false);
+        if (r < 0)
+                log_state_failure(r);
+        log_info("Configuration reloaded: %zu groups", t->n_groups - 1);
+        manager_bus_emit_groups_changed(m);
+        notify_status(m);
+        sd_notify(false, "READY=1");
+        return 0;
+fail:
+        tree_free(t);
+        conf_free(c);
+        sd_notify(false, "READY=1");
+        return -1;
+}
+
+/* --- kernel truth --- */
+
+static void capacity_refresh(Manager *m) {
+        uint64_t unmanaged = 0, cap;
+        unsigned n = 0;
+        KernelCapacity kc;
+        char a[DURATION_MAX], b[DURATION_MAX];
+
+        if (capacity_read(&kc) == 0)
+                m->kcap = kc;
+        if (capacity_scan_unmanaged(m->tree, &unmanaged, &n) == 0) {
+                if (n != m->unmanaged_threads)
+                        log_info("%u deadline threads not managed by edfd hold %s", n, bw_format(unmanaged, a));
+                m->unmanaged = unmanaged;
+                m->unmanaged_threads = n;
+        }
+        cap = m->kcap.usable;
+        if (m->config && !m->config->capacity_auto && m->config->capacity < cap)
+                cap = m->config->capacity;
+        if (m->kcap.admission_off && !m->admission_off_reported) {
+                log_warning("Kernel deadline admission is OFF (sched_rt_runtime_us = -1): edfd's books are the only "
+                            "protection against overload");
+                m->admission_off_reported = true;
+        }
+        if (tree_set_capacity(m->tree, cap, m->unmanaged)) {
+                if (!m->overcommit_reported)
+                        log_error("Capacity fell below what is allocated: %s allocated (with %s unmanaged) of %s; "
+                                  "admissions are refused until it fits again, nobody is evicted",
+                                  bw_format(m->tree->root->allocated, a), bw_format(m->unmanaged, b),
+                                  bw_format(cap, (char[DURATION_MAX]) {}));
+                m->overcommit_reported = true;
+        } else if (m->overcommit_reported) {
+                log_notice("Capacity covers the allocation again");
+                m->overcommit_reported = false;
+        }
+}
+
+static bool same_params(const SchedInfo *si, const DlParams *p) {
+        return si->policy == SCHED_DEADLINE && si->runtime == p->runtime && si->deadline == p->deadline &&
+               si->period == p->period;
+}
+
+int manager_resync(Manager *m, const char *why) {
+        Reservation *res, *next;
+        char buf[512];
+
+        m->resyncs++;
+        log_debug("Resync (%s)", why);
+        for (res = reservation_next(m->tree, NULL); res; res = next) {
+                SchedTarget *t = target_get(m, res->id);
+                SchedInfo si;
+
+                next = reservation_next(m->tree, res);
+                if (!t || sched_target_verify(t) < 0) {
+                        /* next may be a split child whose donor this is; that is fine: only res goes. */
+                        release_books(m, res, "vanished");
+                        continue;
+                }
+                if (sched_get(res->tid, &si) < 0) {
+                        release_books(m, res, "vanished");
+                        continue;
+                }
+                if (!same_params(&si, &res->params)) {
+                        /* Changed by itself or someone else: the books follow the kernel. If it is still
+                         * SCHED_DEADLINE its bandwidth is now unmanaged (counted below). */
+                        log_notice("Thread %" PRIu32 " changed its scheduling outside edfd: reservation %" PRIu64
+                                   " released",
+                                   res->tid, res->id);
+                        release_books(m, res, "changed");
+                        continue;
+                }
+        }
+        capacity_refresh(m);
+        if (tree_check(m->tree, buf, sizeof buf) < 0)
+                log_error("Books inconsistent after resync: %s", buf);
+        notify_status(m);
+        return 0;
+}
+
+/* --- fork and exit --- */
+
+static void handle_exit(Manager *m, const ProcEvent *ev) {
+        Reservation *res = tree_find_thread(m->tree, (uint32_t) ev->pid);
+
+        if (!res || res->pid != (uint32_t) ev->tgid)
+                return;
+        release_books(m, res, "exited");
+}
+
+static void handle_fork(Manager *m, const ProcEvent *ev) {
+        bool is_thread = ev->pid != ev->tgid;
+        Reservation *donor, *child;
+        SchedTarget t = SCHED_TARGET_NULL, *dt;
+        DlParams old;
+        Refusal rf;
+        int r;
+
+        if (is_thread)
+                /* The kernel does not say which thread created it (parent_pid names the process's
+                 * parent): the donor is chosen by tree_thread_donor()'s rule. */
+                donor = tree_thread_donor(m->tree, (uint32_t) ev->tgid);
+        else {
+                donor = tree_find_thread(m->tree, (uint32_t) ev->parent_pid);
+                if (donor && donor->pid != (uint32_t) ev->parent_tgid)
+                        donor = NULL;
+        }
+        if (!donor)
+                return;
+        if ((is_thread ? donor->group->threads : donor->group->fork) == FORK_NONE)
+                return;
+        dt = target_get(m, donor->id);
+        if (!dt)
+                return;
+        r = sched_target_pin(ev->tgid, ev->pid, &t);
+        if (r < 0)
+                return; /* the child is gone already: the donor keeps everything */
+
+        r = reservation_split(m->tree, donor, is_thread, (uint32_t) ev->tgid, (uint32_t) ev->pid, t.start_time,
+                              &child, &old, &rf);
+        if (r != 0) {
+                char buf[256];
+                log_debug("No reservation for new %s %d: %s", is_thread ? "thread" : "process", ev->pid,
+                          r > 0 ? refusal_format(&rf, buf, sizeof buf) : strerror(-r));
+                sched_target_done(&t);
+                return;
+        }
+        (void) record(m, true, donor);
+        (void) record(m, true, child);
+
+        /* Shrink the donor first, raise the child second: the kernel's total never exceeds what was
+         * granted. */
+        if (donor->params.runtime != old.runtime) {
+                r = apply_with_retry(dt, &donor->params, donor->flags);
+                if (r < 0) {
+                        reservation_release(m->tree, child, NULL); /* gives the donor its runtime back */
+                        (void) state_write_release(m->state, child->id);
+                        (void) record(m, false, donor);
+                        sched_target_done(&t);
+                        return;
+                }
+        }
+        r = apply_with_retry(&t, &child->params, child->flags);
+        if (r < 0) {
+                uint64_t cid = child->id;
+                ReleaseEffect e;
+                log_debug("Could not raise new %s %d: %s", is_thread ? "thread" : "process", ev->pid, strerror(-r));
+                reservation_release(m->tree, child, &e);
+                (void) state_write_release(m->state, cid);
+                if (e.donor)
+                        (void) apply_with_retry(dt, &e.donor->params, e.donor->flags);
+                (void) record(m, false, donor);
+                sched_target_done(&t);
+                return;
+        }
+        (void) record(m, false, donor);
+        (void) record(m, false, child);
+        if (target_put(m, child->id, &t) < 0)
+                sched_target_done(&t);
+        if (donor->params.runtime != old.runtime)
+                manager_bus_emit_changed(m, donor, "split");
+        manager_bus_emit_added(m, child, child->donor ? "split" : "inherited");
+        if (child->donor)
+                manager_bus_emit_split(m, donor->id, child->id);
+        notify_status(m);
+        maybe_compact(m);
+}
+
+static int on_procmon(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        ProcEvent ev[8];
+        size_t n;
+        bool overflow = false;
+
+        for (unsigned rounds = 0; rounds < 4096; rounds++) {
+                int r = procmon_receive_full(fd, ev, ELEMENTSOF(ev), &n, &m->pstats);
+                if (r == -EAGAIN)
+                        break;
+                if (r == -ENOBUFS) {
+                        m->events_lost++;
+                        overflow = true;
+                        continue;
+                }
+                if (r < 0)
+                        continue;
+                for (size_t i = 0; i < n; i++) {
+                        m->events_seen++;
+                        if (ev[i].type == PROCMON_FORK)
+                                handle_fork(m, &ev[i]);
+                        else if (ev[i].type == PROCMON_EXIT)
+                                handle_exit(m, &ev[i]);
+                }
+        }
+        if (overflow)
+                manager_resync(m, "events lost");
+        return 0;
+}
+
+static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        manager_resync(m, "periodic");
+        sd_event_source_set_time(s, usec + RESYNC_INTERVAL_USEC);
+        sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return 0;
+}
+
+/* --- adoption after a restart --- */
+
+static bool record_matches(const StateRecord *rec, const SchedTarget *t, const SchedInfo *si) {
+        return t->start_time == rec->start_time && same_params(si, &rec->params);
+}
+
+static void adopt(Manager *m, const StateLoaded *l) {
+        unsigned adopted = 0, gone = 0;
+
+        for (size_t i = 0; i < l->n_entries; i++) {
+                const StateEntry *e = &l->entries[i];
+                const StateRecord *rec = e->has_intent ? &e->intent : &e->committed;
+                SchedTarget t = SCHED_TARGET_NULL;
+                SchedInfo si;
+                Group *g;
+                Refusal rf;
+                char buf[256];
+                int r;
+
+                r = sched_target_pin((pid_t) rec->pid, (pid_t) rec->tid, &t);
+                if (r < 0 || sched_get((pid_t) rec->tid, &si) < 0) {
+                        sched_target_done(&t);
+                        gone++;
+                        continue;
+                }
+                /* An unsettled intent: the kernel shows either it or the last committed record. */
+                if (!record_matches(rec, &t, &si)) {
+                        if (e->has_intent && e->has_committed && record_matches(&e->committed, &t, &si))
+                                rec = &e->committed;
+                        else {
+                                if (t.start_time == rec->start_time && si.policy == SCHED_DEADLINE)
+                                        log_notice("Thread %" PRIu32 " has parameters edfd did not give it: not "
+                                                   "re-adopted (counted as unmanaged)",
+                                                   rec->tid);
+                                sched_target_done(&t);
+                                gone++;
+                                continue;
+                        }
+                }
+                g = tree_find_group(m->tree, rec->group);
+                ReservationSpec spec = { .id = rec->id, .pid = rec->pid, .tid = rec->tid, .uid = rec->uid,
+                                         .start_time = rec->start_time, .params = rec->params, .flags = rec->flags,
+                                         .donor = rec->donor };
+                r = g ? reservation_admit(m->tree, g, &spec, NULL, &rf) : -1;
+                if (r != 0) {
+                        log_warning("Thread %" PRIu32 " (reservation %" PRIu64 ") cannot be re-adopted into %s: %s; "
+                                    "putting it back to SCHED_OTHER",
+                                    rec->tid, rec->id, rec->group,
+                                    !g ? "the group no longer exists" : r > 0 ? refusal_format(&rf, buf, sizeof buf) : strerror(-r));
+                        (void) sched_release(&t);
+                        sched_target_done(&t);
+                        gone++;
+                        continue;
+                }
+                if (target_put(m, rec->id, &t) < 0)
+                        sched_target_done(&t);
+                adopted++;
+        }
+        m->tree->next_id = MAX(m->tree->next_id, l->next_id);
+        if (adopted || gone)
+                log_info("Re-adopted %u reservations from %s; %u were gone", adopted, m->state_dir, gone);
+}
+
+/* --- lifecycle --- */
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        if (si->ssi_signo == SIGHUP) {
+                OpError e = {};
+                if (manager_reload(m, &e) < 0)
+                        log_error("Reload failed, keeping the old configuration: %s", e.message);
+                return 0;
+        }
+        sd_notify(false, "STOPPING=1");
+        m->stopping = true;
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+int manager_new(Manager **ret, const ManagerOptions *opts) {
+        _cleanup_free_ char *errors = NULL;
+        StateLoaded loaded = {};
+        Manager *m;
+        struct rlimit rl;
+        int r;
+
+        m = calloc(1, sizeof(Manager));
+        if (!m)
+                return log_oom();
+        m->procmon_fd = -1;
+
+        /* One pidfd per admitted thread (two with PIDFD_THREAD): lift the soft fd limit. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void) setrlimit(RLIMIT_NOFILE, &rl);
+        }
+
+        if (opts->config_path)
+                m->config_path = strdup(opts->config_path);
+        else if (!opts->embedded_config && access(EDFD_CONFIG_PATH, F_OK) == 0)
+                m->config_path = strdup(EDFD_CONFIG_PATH);
+        m->state_dir = strdup(opts->state_dir ? opts->state_dir : DEFAULT_STATE_DIR);
+        if (!m->state_dir || ((opts->config_path || m->config_path) && !m->config_path)) {
+                manager_free(m);
+                return log_oom();
+        }
+
+        r = config_load(m->config_path, &m->config, &errors);
+        if (r < 0) {
+                log_error("Invalid configuration %s:\n%s", m->config_path ? m->config_path : "(embedded)",
+                          errors ? errors : strerror(-r));
+                manager_free(m);
+                return r;
+        }
+        if (!m->config_path)
+                log_info("Using the embedded default configuration%s",
+                         opts->embedded_config ? "" : " (there is no " EDFD_CONFIG_PATH ")");
+
+        m->cgroup_root = strdup(opts->cgroup_root ? opts->cgroup_root : m->config->cgroup_root);
+        m->cgroup_root_forced = opts->cgroup_root;
+        if (!m->cgroup_root) {
+                manager_free(m);
+                return log_oom();
+        }
+
+        r = capacity_read(&m->kcap);
+        if (r < 0) {
+                log_error("Cannot read the kernel's deadline capacity: %s", strerror(-r));
+                manager_free(m);
+                return r;
+        }
+
+        r = state_open(&m->state, m->state_dir);
+        if (r == -EBUSY) {
+                log_error("Another edfd holds %s/lock", m->state_dir);
+                manager_free(m);
+                return r;
+        }
+        if (r < 0) {
+                log_error("Cannot open the state directory %s: %s", m->state_dir, strerror(-r));
+                manager_free(m);
+                return r;
+        }
+        r = state_load(m->state, &loaded);
+        if (r < 0) {
+                log_error("Cannot read the state in %s: %s", m->state_dir, strerror(-r));
+                manager_free(m);
+                return r;
+        }
+        if (loaded.corrupt_path)
+                log_error("The state file was corrupt (%s): kept as %s; starting from what the kernel shows",
+                          loaded.corrupt_reason ? loaded.corrupt_reason : "unreadable", loaded.corrupt_path);
+        if (loaded.torn_tail)
+                log_notice("The last state record was torn by a crash; the change it began was never answered");
+
+        r = tree_build(m, m->config, m->config_path ? m->config_path : "(embedded edfd.yaml)", loaded.groups,
+                       loaded.n_groups, &m->tree, &errors);
+        if (r < 0) {
+                log_error("The configuration does not fit this machine:\n%s", errors ? errors : strerror(-r));
+                state_loaded_done(&loaded);
+                manager_free(m);
+                return r;
+        }
+
+        m->cgroups_usable = cgroup_root_usable(m->cgroup_root);
+        if (!m->cgroups_usable) {
+                /* The root may not exist yet: create it where its parent is cgroup v2. */
+                _cleanup_free_ char *parent = strdup(m->cgroup_root);
+                char *slash = parent ? strrchr(parent, '/') : NULL;
+                if (slash && slash != parent) {
+                        *slash = '\0';
+                        if (cgroup_root_usable(parent) && mkdir(m->cgroup_root, 0755) == 0)
+                                m->cgroups_usable = true;
+                }
+        }
+        if (!m->cgroups_usable)
+                log_notice("%s is not a cgroup v2 directory: groups are not bound to cgroups", m->cgroup_root);
+
+        /* Listen before looking, so that no fork between the scan and the first event is missed. */
+        r = procmon_open(&m->procmon_fd, 0);
+        if (r < 0)
+                log_warning("Cannot listen to the proc connector (%s): forks and exits are seen only by the "
+                            "periodic resync",
+                            strerror(-r));
+        adopt(m, &loaded);
+        state_loaded_done(&loaded);
+        capacity_refresh(m);
+        r = snapshot(m, true);
+        if (r < 0)
+                log_warning("Failed to rewrite the state file: %s", strerror(-r));
+        for (const Group *g = m->tree->root; g; g = group_next_preorder(g))
+                group_apply_cgroup(m, g);
+
+        *ret = m;
+        return 0;
+}
+
+int manager_start(Manager *m) {
+        int r;
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return r;
+        sigset_t ss;
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+        (void) sd_event_add_signal(m->event, &m->sigterm, SIGTERM, on_signal, m);
+        (void) sd_event_add_signal(m->event, &m->sigint, SIGINT, on_signal, m);
+        (void) sd_event_add_signal(m->event, &m->sighup, SIGHUP, on_signal, m);
+        r = sd_event_set_watchdog(m->event, true);
+        if (r < 0)
+                log_warning("Failed to enable the watchdog: %s", strerror(-r));
+
+        if (m->procmon_fd >= 0) {
+                r = sd_event_add_io(m->event, &m->procmon_source, m->procmon_fd, EPOLLIN, on_procmon, m);
+                if (r < 0)
+                        return r;
+                /* Forks and exits first: a late exit event makes admissions fail for no reason. */
+                (void) sd_event_source_set_priority(m->procmon_source, SD_EVENT_PRIORITY_IMPORTANT);
+        }
+        uint64_t now;
+        sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        r = sd_event_add_time(m->event, &m->resync_timer, CLOCK_MONOTONIC, now + RESYNC_INTERVAL_USEC, 0,
+                              on_resync_timer, m);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_open_system(&m->bus);
+        if (r < 0) {
+                log_error("Cannot connect to the system bus: %s", strerror(-r));
+                return r;
+        }
+        r = manager_bus_register(m);
+        if (r < 0)
+                return r;
+        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return r;
+        r = sd_bus_request_name(m->bus, EDFD_BUS_NAME, 0);
+        if (r < 0) {
+                log_error("Cannot own %s on the bus: %s", EDFD_BUS_NAME, strerror(-r));
+                return r;
+        }
+        /* Drain anything that happened while the state was read. */
+        manager_resync(m, "start");
+        sd_notify(false, "READY=1");
+        notify_status(m);
+        log_info("edfd " EDFD_VERSION " ready: %zu groups, %zu reservations", m->tree->n_groups - 1,
+                 m->tree->n_reservations);
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        return sd_event_loop(m->event);
+}
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        sd_event_source_unref(m->sigterm);
+        sd_event_source_unref(m->sigint);
+        sd_event_source_unref(m->sighup);
+        sd_event_source_unref(m->procmon_source);
+        sd_event_source_unref(m->resync_timer);
+        sd_bus_flush_close_unref(m->bus);
+        sd_event_unref(m->event);
+        if (m->procmon_fd >= 0)
+                close(m->procmon_fd);
+        for (size_t i = 0; i < m->targets.n_slots; i++)
+                if (m->targets.slots[i].key) {
+                        SchedTarget *t = m->targets.slots[i].value;
+                        sched_target_done(t);
+                        free(t);
+                }
+        hashmap_done(&m->targets);
+        authz_cache_done(&m->creds);
+        tree_free(m->tree);
+        conf_free(m->config);
+        state_free(m->state);
+        free(m->config_path);
+        free(m->state_dir);
+        free(m->cgroup_root);
+        free(m);
+        return NULL;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The manager owns the event loop, the bus connection and the books, and wires the adapters: every
+ * change to a reservation goes through one of the manager_* operations below, whether it came from
+ * a bus call (manager-bus.c) or from the kernel (a fork or an exit seen by procmon). Each
+ * operation is: decide in the core, record the intent, apply to the kernel, record the result, and
+ * undo the books when the kernel says no. */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "authz.h"
+#include "capacity.h"
+#include "conf.h"
+#include "hashmap.h"
+#include "procmon.h"
+#include "state.h"
+#include "tree.h"
+
+typedef struct ManagerOptions {
+        const char *config_path;   /* NULL: /etc/edfd/edfd.yaml, or the embedded default if absent */
+        const char *state_dir;     /* NULL: /run/edfd */
+        const char *cgroup_root;   /* NULL: from the configuration */
+        bool embedded_config;      /* use the embedded default even if /etc/edfd/edfd.yaml exists */
+} ManagerOptions;
+
+/* Why an operation did not happen. manager-bus.c maps kinds to D-Bus errors. */
+typedef enum OpFailure {
+        OP_REFUSED = 1,            /* the core said no: see refusal */
+        OP_INVALID,                /* bad arguments */
+        OP_NO_SUCH_THREAD,
+        OP_NO_SUCH_RESERVATION,
+        OP_FOREIGN_DEADLINE,
+        OP_KERNEL_REFUSED,
+        OP_PERMISSION_DENIED,
+        OP_LIMIT_EXCEEDED,
+        OP_INVALID_CONFIG,
+        OP_ERRNO,                  /* see err */
+} OpFailure;
+
+typedef struct OpError {
+        OpFailure kind;
+        Refusal refusal;
+        int err;
+        char message[512];
+} OpError;
+
+typedef struct Manager {
+        sd_event *event;
+        sd_bus *bus;
+        sd_event_source *sigterm, *sigint, *sighup, *procmon_source, *resync_timer;
+
+        Tree *tree;
+        Config *config;
+        char *config_path;         /* what we loaded, or NULL for the embedded default */
+        char *state_dir;
+        char *cgroup_root;         /* effective */
+        bool cgroup_root_forced;   /* given on the command line */
+        bool cgroups_usable;
+        bool cpu_max_missing_reported;
+        State *state;
+
+        KernelCapacity kcap;
+        uint64_t unmanaged;
+        unsigned unmanaged_threads;
+        bool overcommit_reported, admission_off_reported;
+
+        Hashmap targets;           /* reservation id -> SchedTarget * */
+        CredsCache creds;
+
+        int procmon_fd;
+        ProcmonStats pstats;
+        uint64_t events_seen, events_lost, resyncs, unseen_children;
+
+        bool stopping;
+} Manager;
+
+/* Create the manager: read the configuration, open the state directory, measure the kernel. Logs
+ * and returns negative errno on failure. */
+int manager_new(Manager **ret, const ManagerOptions *opts);
+/* Free everything; admitted threads keep their parameters (that is the point). NULL-safe. */
+Manager *manager_free(Manager *m);
+/* Connect to the bus, re-adopt what the state describes, start listening, take the name and tell
+ * systemd READY=1. */
+int manager_start(Manager *m);
+/* Run the loop until SIGTERM/SIGINT. */
+int manager_run(Manager *m);
+
+/* The operations. Each returns 0, or -1 with *error filled. */
+typedef struct AdmitRequest {
+        uint32_t pid, tid;
+        const char *group;         /* "" = default group */
+        DlParams params;
+        uint64_t flags;
+        Caller caller;
+} AdmitRequest;
+
+int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError *error);
+int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *p, OpError *error);
+/* reason is what the ReservationRemoved signal says. */
+int manager_release(Manager *m, const Caller *c, Reservation *r, const char *reason, OpError *error);
+int manager_group_create(Manager *m, const char *path, uint64_t runtime, uint64_t period, OpError *error);
+int manager_group_set(Manager *m, const char *path, uint64_t runtime, uint64_t period, OpError *error);
+int manager_group_remove(Manager *m, const char *path, OpError *error);
+int manager_reload(Manager *m, OpError *error);
+/* Check every reservation against the kernel and re-measure capacity. */
+int manager_resync(Manager *m, const char *why);
+
+/* Whether caller may act on r (root, or the owner). */
+bool manager_may_touch(const Manager *m, const Caller *c, const Reservation *r);
+
+/* Bus side (manager-bus.c). */
+int manager_bus_register(Manager *m);
+void manager_bus_emit_added(Manager *m, const Reservation *r, const char *reason);
+void manager_bus_emit_removed(Manager *m, uint64_t id, uint32_t pid, uint32_t tid, const char *group,
+                              const char *reason);
+void manager_bus_emit_changed(Manager *m, const Reservation *r, const char *reason);
+void manager_bus_emit_split(Manager *m, uint64_t donor, uint64_t child);
+void manager_bus_emit_groups_changed(Manager *m);

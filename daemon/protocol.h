@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The D-Bus contract between edfd and its clients: names, error names and the admission flags.
+ * Shared by the daemon and edfctl; documented in docs/org.edfd.Admission1.xml and
+ * org.edfd.Admission1(5).
+ *
+ * Units on the bus: times are uint64 nanoseconds; bandwidths are uint64 fixed point with 20
+ * fractional bits (1 << 20 = one whole CPU), the kernel's own unit.
+ *
+ * Methods (interface EDFD_BUS_INTERFACE):
+ *   Admit(t pid, t tid, s group, t runtime, t deadline, t period, t flags) -> (t id)
+ *   Update(t id, t runtime, t deadline, t period)
+ *   Release(t id)
+ *   ReleaseThread(t tid)
+ *   ReleaseProcess(t pid) -> (u released)
+ *   ListReservations() -> a(tuusttttttu)
+ *       id, pid, tid, group, runtime, deadline, period, bandwidth, flags, split_from, uid
+ *   ListGroups() -> a(sttttuussssb)
+ *       path, runtime, period, bandwidth, allocated, reservations, groups, cgroup, fork, threads,
+ *       users (comma-separated, "" = anyone), dynamic
+ *   CreateGroup(s path, t runtime, t period)
+ *   SetGroup(s path, t runtime, t period)
+ *   RemoveGroup(s path)
+ *   Reload()
+ *   Echo(t value) -> (t value)   (no side effects; the floor for benchmarks)
+ * Properties: Version s, Capacity t, Allocated t, Unmanaged t, KernelCapacity t, KernelAdmission b,
+ *   Overcommitted b, Reservations u, Groups u, EventsSeen t, EventsLost t, Resyncs t,
+ *   UnseenChildren t
+ * Signals:
+ *   ReservationAdded(t id, u pid, u tid, s group, s reason)      reason: requested, split,
+ *                                                                 inherited
+ *   ReservationRemoved(t id, u pid, u tid, s group, s reason)    reason: requested, exited,
+ *                                                                 vanished, changed, reload
+ *   ReservationChanged(t id, t runtime, t deadline, t period, s reason)
+ *                                                                 reason: requested, split,
+ *                                                                 returned
+ *   Split(t donor_id, t child_id)
+ *   GroupsChanged()
+ */
+
+#define EDFD_BUS_NAME "org.edfd.Admission1"
+#define EDFD_BUS_PATH "/org/edfd/Admission1"
+#define EDFD_BUS_INTERFACE "org.edfd.Admission1.Manager"
+
+#define EDFD_ERROR_PREFIX "org.edfd.Admission1.Error."
+#define EDFD_ERROR_OVER_BUDGET EDFD_ERROR_PREFIX "OverBudget"
+#define EDFD_ERROR_INVALID_PARAMETERS EDFD_ERROR_PREFIX "InvalidParameters"
+#define EDFD_ERROR_NO_SUCH_GROUP EDFD_ERROR_PREFIX "NoSuchGroup"
+#define EDFD_ERROR_GROUP_EXISTS EDFD_ERROR_PREFIX "GroupExists"
+#define EDFD_ERROR_NO_SUCH_RESERVATION EDFD_ERROR_PREFIX "NoSuchReservation"
+#define EDFD_ERROR_NO_SUCH_THREAD EDFD_ERROR_PREFIX "NoSuchThread"
+#define EDFD_ERROR_ALREADY_ADMITTED EDFD_ERROR_PREFIX "AlreadyAdmitted"
+#define EDFD_ERROR_FOREIGN_DEADLINE EDFD_ERROR_PREFIX "ForeignDeadline"
+#define EDFD_ERROR_GROUP_NOT_EMPTY EDFD_ERROR_PREFIX "GroupNotEmpty"
+#define EDFD_ERROR_KERNEL_REFUSED EDFD_ERROR_PREFIX "KernelRefused"
+#define EDFD_ERROR_PERMISSION_DENIED EDFD_ERROR_PREFIX "PermissionDenied"
+#define EDFD_ERROR_LIMIT_EXCEEDED EDFD_ERROR_PREFIX "LimitExceeded"
+#define EDFD_ERROR_INVALID_CONFIG EDFD_ERROR_PREFIX "InvalidConfig"
+
+/* Admit flags. */
+#define EDFD_ADMIT_RECLAIM UINT64_C(1)        /* SCHED_FLAG_RECLAIM */
+#define EDFD_ADMIT_OVERRUN_SIGNAL UINT64_C(2) /* SCHED_FLAG_DL_OVERRUN: SIGXCPU on overrun */
+#define EDFD_ADMIT_MOVE UINT64_C(4)           /* also move the process into the group's cgroup */
+#define EDFD_ADMIT_ALL (EDFD_ADMIT_RECLAIM | EDFD_ADMIT_OVERRUN_SIGNAL | EDFD_ADMIT_MOVE)
+
+/* Bandwidth unit on the bus, as in core/bandwidth.h. */
+#define EDFD_BW_UNIT (UINT64_C(1) << 20)

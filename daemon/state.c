@@ -1,0 +1,568 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hashmap.h"
+#include "macro.h"
+#include "state.h"
+
+#define STATE_LINE_MAX 512
+#define STATE_HEADER "edfd-state"
+
+struct State {
+        char *dir;
+        char *path;
+        int lock_fd;
+        int fd;
+        size_t n_lines; /* records in the journal since its last rewrite */
+};
+
+static uint32_t line_sum(const char *s, size_t n) {
+        uint32_t h = UINT32_C(2166136261);
+
+        for (size_t i = 0; i < n; i++) {
+                h ^= (unsigned char) s[i];
+                h *= UINT32_C(16777619);
+        }
+        return h;
+}
+
+State *state_free(State *s) {
+        if (!s)
+                return NULL;
+        if (s->fd >= 0)
+                close(s->fd);
+        if (s->lock_fd >= 0)
+                close(s->lock_fd); /* releases the flock */
+        free(s->dir);
+        free(s->path);
+        free(s);
+        return NULL;
+}
+
+static int mkdir_p(const char *dir) {
+        _cleanup_free_ char *p = strdup(dir);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = p + 1; *s; s++)
+                if (*s == '/') {
+                        *s = '\0';
+                        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                                return -errno;
+                        *s = '/';
+                }
+        if (mkdir(p, 0755) < 0 && errno != EEXIST)
+                return -errno;
+        return 0;
+}
+
+static int open_journal(State *s) {
+        int fd = open(s->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        struct stat st;
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        if (st.st_size == 0) {
+                char hdr[64];
+                int n = snprintf(hdr, sizeof hdr, STATE_HEADER " %d next=1\n", STATE_VERSION);
+                if (write(fd, hdr, (size_t) n) != n) {
+                        close(fd);
+                        return -EIO;
+                }
+        }
+        if (s->fd >= 0)
+                close(s->fd);
+        s->fd = fd;
+        return 0;
+}
+
+int state_open(State **ret, const char *dir) {
+        _cleanup_free_ char *lock = NULL;
+        State *s;
+        int r;
+
+        r = mkdir_p(dir);
+        if (r < 0)
+                return r;
+        s = calloc(1, sizeof(State));
+        if (!s)
+                return -ENOMEM;
+        s->fd = s->lock_fd = -1;
+        s->dir = strdup(dir);
+        if (!s->dir || asprintf(&s->path, "%s/state", dir) < 0 || asprintf(&lock, "%s/lock", dir) < 0) {
+                s->path = NULL;
+                state_free(s);
+                return -ENOMEM;
+        }
+        s->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (s->lock_fd < 0) {
+                r = -errno;
+                state_free(s);
+                return r;
+        }
+        if (flock(s->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+                r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                state_free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+/* --- writing --- */
+
+static int append_line(State *s, const char *body) {
+        char line[STATE_LINE_MAX];
+        size_t n = strlen(body);
+        int k;
+
+        if (n + 16 > sizeof line)
+                return -E2BIG;
+        if (s->fd < 0) {
+                int r = open_journal(s);
+                if (r < 0)
+                        return r;
+        }
+        k = snprintf(line, sizeof line, "%s #%08" PRIx32 "\n", body, line_sum(body, n));
+        /* One write: O_APPEND makes it atomic against other appends; a crash can only tear it,
+         * which the checksum catches. /run is tmpfs, so no fsync (it would only cost time). */
+        ssize_t w = write(s->fd, line, (size_t) k);
+        if (w < 0)
+                return -errno;
+        if (w != k)
+                return -EIO;
+        s->n_lines++;
+        return 0;
+}
+
+static void format_record(char *buf, size_t size, char type, const StateRecord *r) {
+        snprintf(buf, size,
+                 "%c %" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %" PRIu64
+                 " %" PRIu64 " %" PRIu64,
+                 type, r->id, r->pid, r->tid, r->uid, r->start_time, r->group, r->params.runtime, r->params.deadline,
+                 r->params.period, r->flags, r->donor);
+}
+
+int state_write_reservation(State *s, bool intent, const StateRecord *r) {
+        char body[STATE_LINE_MAX];
+
+        format_record(body, sizeof body, intent ? 'I' : 'A', r);
+        return append_line(s, body);
+}
+
+int state_write_release(State *s, uint64_t id) {
+        char body[64];
+
+        snprintf(body, sizeof body, "R %" PRIu64, id);
+        return append_line(s, body);
+}
+
+int state_write_group(State *s, bool override, const char *path, uint64_t runtime, uint64_t period) {
+        char body[STATE_LINE_MAX];
+
+        if (!group_path_valid(path))
+                return -EINVAL;
+        snprintf(body, sizeof body, "%c %s %" PRIu64 " %" PRIu64, override ? 'O' : 'G', path, runtime, period);
+        return append_line(s, body);
+}
+
+int state_write_group_removed(State *s, const char *path) {
+        char body[STATE_LINE_MAX];
+
+        if (!group_path_valid(path))
+                return -EINVAL;
+        snprintf(body, sizeof body, "D %s", path);
+        return append_line(s, body);
+}
+
+void state_record_from(StateRecord *ret, const Reservation *r) {
+        *ret = (StateRecord) {
+                .id = r->id,
+                .pid = r->pid,
+                .tid = r->tid,
+                .uid = r->uid,
+                .start_time = r->start_time,
+                .params = r->params,
+                .flags = r->flags,
+                .donor = r->donor,
+        };
+        snprintf(ret->group, sizeof ret->group, "%s", r->group->path);
+}
+
+bool state_wants_rewrite(const State *s, size_t live) {
+        return s->n_lines > 1024 + 2 * live;
+}
+
+int state_rewrite(State *s, const StateRecord *records, size_t n_records, const StateGroup *groups,
+                  size_t n_groups, uint64_t next_id) {
+        _cleanup_free_ char *tmp = NULL;
+        FILE *f;
+        int fd, r = 0;
+
+        if (asprintf(&tmp, "%s.new", s->path) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        f = fdopen(fd, "w");
+        if (!f) {
+                close(fd);
+                return -ENOMEM;
+        }
+        fprintf(f, STATE_HEADER " %d next=%" PRIu64 "\n", STATE_VERSION, next_id);
+        for (size_t i = 0; i < n_groups; i++) {
+                char body[STATE_LINE_MAX];
+                snprintf(body, sizeof body, "%c %s %" PRIu64 " %" PRIu64, groups[i].override ? 'O' : 'G',
+                         groups[i].path, groups[i].runtime, groups[i].period);
+                fprintf(f, "%s #%08" PRIx32 "\n", body, line_sum(body, strlen(body)));
+        }
+        for (size_t i = 0; i < n_records; i++) {
+                char body[STATE_LINE_MAX];
+                format_record(body, sizeof body, 'A', &records[i]);
+                fprintf(f, "%s #%08" PRIx32 "\n", body, line_sum(body, strlen(body)));
+        }
+        if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+                r = -errno;
+        if (fclose(f) != 0 && r == 0)
+                r = -errno;
+        if (r == 0 && rename(tmp, s->path) < 0)
+                r = -errno;
+        if (r < 0) {
+                unlink(tmp);
+                return r;
+        }
+        s->n_lines = 0;
+        return open_journal(s);
+}
+
+/* --- reading --- */
+
+static int parse_u64(const char *s, uint64_t *ret) {
+        char *end;
+
+        if (*s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno != 0 || *end != '\0')
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int parse_u32(const char *s, uint32_t *ret) {
+        uint64_t v;
+
+        if (parse_u64(s, &v) < 0 || v > UINT32_MAX)
+                return -EINVAL;
+        *ret = (uint32_t) v;
+        return 0;
+}
+
+/* Split body into at most max space-separated fields (in place). */
+static size_t split_fields(char *body, char **fields, size_t max) {
+        size_t n = 0;
+
+        for (char *tok = strtok(body, " "); tok; tok = strtok(NULL, " ")) {
+                if (n == max)
+                        return max + 1;
+                fields[n++] = tok;
+        }
+        return n;
+}
+
+static int parse_record(char **f, size_t n, StateRecord *ret) {
+        StateRecord r = {};
+
+        if (n != 12 || parse_u64(f[1], &r.id) < 0 || r.id == 0 || parse_u32(f[2], &r.pid) < 0 ||
+            parse_u32(f[3], &r.tid) < 0 || parse_u32(f[4], &r.uid) < 0 || parse_u64(f[5], &r.start_time) < 0 ||
+            !group_path_valid(f[6]) || parse_u64(f[7], &r.params.runtime) < 0 ||
+            parse_u64(f[8], &r.params.deadline) < 0 || parse_u64(f[9], &r.params.period) < 0 ||
+            parse_u64(f[10], &r.flags) < 0 || parse_u64(f[11], &r.donor) < 0)
+                return -EINVAL;
+        snprintf(r.group, sizeof r.group, "%s", f[6]);
+        *ret = r;
+        return 0;
+}
+
+typedef struct Loader {
+        Hashmap by_id;          /* id -> index+1 into entries */
+        StateEntry *entries;
+        bool *dead;
+        size_t n, allocated;
+        StateGroup *groups;
+        size_t n_groups;
+        uint64_t next_id;
+} Loader;
+
+static StateEntry *loader_entry(Loader *l, uint64_t id) {
+        uintptr_t i = (uintptr_t) hashmap_get(&l->by_id, id);
+
+        if (i != 0 && !l->dead[i - 1])
+                return &l->entries[i - 1];
+        if (l->n == l->allocated) {
+                size_t na = l->allocated ? l->allocated * 2 : 64;
+                StateEntry *e = reallocarray(l->entries, na, sizeof(StateEntry));
+                if (!e)
+                        return NULL;
+                l->entries = e;
+                bool *d = reallocarray(l->dead, na, sizeof(bool));
+                if (!d)
+                        return NULL;
+                l->dead = d;
+                l->allocated = na;
+        }
+        if (hashmap_put(&l->by_id, id, (void *) (uintptr_t) (l->n + 1)) < 0)
+                return NULL;
+        l->entries[l->n] = (StateEntry) {};
+        l->dead[l->n] = false;
+        return &l->entries[l->n++];
+}
+
+static int loader_group(Loader *l, const char *path, bool remove, bool override, uint64_t runtime,
+                        uint64_t period) {
+        for (size_t i = 0; i < l->n_groups; i++)
+                if (strcmp(l->groups[i].path, path) == 0) {
+                        if (remove) {
+                                memmove(&l->groups[i], &l->groups[i + 1],
+                                        (l->n_groups - i - 1) * sizeof(StateGroup));
+                                l->n_groups--;
+                        } else {
+                                l->groups[i].runtime = runtime;
+                                l->groups[i].period = period;
+                                l->groups[i].override = override;
+                        }
+                        return 0;
+                }
+        if (remove)
+                return 0;
+        StateGroup *g = reallocarray(l->groups, l->n_groups + 1, sizeof(StateGroup));
+        if (!g)
+                return -ENOMEM;
+        l->groups = g;
+        g = &l->groups[l->n_groups++];
+        *g = (StateGroup) { .runtime = runtime, .period = period, .override = override };
+        snprintf(g->path, sizeof g->path, "%s", path);
+        return 0;
+}
+
+/* One line without its newline. Returns 0, -EBADMSG for a corrupt line, -ENOMEM. */
+static int load_line(Loader *l, char *line, const char **ret_reason) {
+        char *hash = strrchr(line, '#'), *f[13];
+        uint32_t want;
+        size_t n;
+
+        if (!hash || hash == line || hash[-1] != ' ' || strlen(hash + 1) != 8)
+                return *ret_reason = "a line without its checksum", -EBADMSG;
+        hash[-1] = '\0';
+        if (sscanf(hash + 1, "%8" SCNx32, &want) != 1 || want != line_sum(line, strlen(line)))
+                return *ret_reason = "a line whose checksum does not match", -EBADMSG;
+
+        n = split_fields(line, f, 12);
+        if (n == 0 || strlen(f[0]) != 1)
+                return *ret_reason = "an unknown record", -EBADMSG;
+        switch (f[0][0]) {
+        case 'A':
+        case 'I': {
+                StateRecord r;
+                StateEntry *e;
+                if (parse_record(f, n, &r) < 0)
+                        return *ret_reason = "a malformed reservation record", -EBADMSG;
+                e = loader_entry(l, r.id);
+                if (!e)
+                        return -ENOMEM;
+                if (f[0][0] == 'A') {
+                        e->committed = r;
+                        e->has_committed = true;
+                        e->has_intent = false;
+                } else {
+                        e->intent = r;
+                        e->has_intent = true;
+                }
+                if (r.id >= l->next_id)
+                        l->next_id = r.id + 1;
+                return 0;
+        }
+        case 'R': {
+                uint64_t id;
+                uintptr_t i;
+                if (n != 2 || parse_u64(f[1], &id) < 0)
+                        return *ret_reason = "a malformed release record", -EBADMSG;
+                i = (uintptr_t) hashmap_remove(&l->by_id, id);
+                if (i != 0)
+                        l->dead[i - 1] = true;
+                if (id >= l->next_id)
+                        l->next_id = id + 1;
+                return 0;
+        }
+        case 'G':
+        case 'O': {
+                uint64_t runtime, period;
+                if (n != 4 || !group_path_valid(f[1]) || parse_u64(f[2], &runtime) < 0 ||
+                    parse_u64(f[3], &period) < 0)
+                        return *ret_reason = "a malformed group record", -EBADMSG;
+                return loader_group(l, f[1], false, f[0][0] == 'O', runtime, period);
+        }
+        case 'D':
+                if (n != 2 || !group_path_valid(f[1]))
+                        return *ret_reason = "a malformed group record", -EBADMSG;
+                return loader_group(l, f[1], true, false, 0, 0);
+        default:
+                return *ret_reason = "an unknown record", -EBADMSG;
+        }
+}
+
+static int move_aside(State *s, StateLoaded *ret, const char *reason, unsigned lineno) {
+        char *dest;
+
+        if (asprintf(&dest, "%s.corrupt-%lld", s->path, (long long) time(NULL)) < 0)
+                return -ENOMEM;
+        if (rename(s->path, dest) < 0) {
+                int r = -errno;
+                free(dest);
+                return r;
+        }
+        ret->corrupt_path = dest;
+        if (asprintf(&ret->corrupt_reason, "line %u: %s", lineno, reason) < 0)
+                ret->corrupt_reason = NULL;
+        if (s->fd >= 0) {
+                close(s->fd);
+                s->fd = -1;
+        }
+        return open_journal(s);
+}
+
+void state_loaded_done(StateLoaded *l) {
+        free(l->entries);
+        free(l->groups);
+        free(l->corrupt_path);
+        free(l->corrupt_reason);
+        *l = (StateLoaded) {};
+}
+
+int state_load(State *s, StateLoaded *ret) {
+        Loader l = { .by_id = HASHMAP_INIT, .next_id = 1 };
+        StateLoaded out = {};
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        unsigned lineno = 0;
+        off_t good = 0;
+        const char *reason = NULL;
+        FILE *f;
+        int r = 0;
+
+        f = fopen(s->path, "re");
+        if (!f) {
+                if (errno != ENOENT)
+                        return -errno;
+                goto done; /* nothing recorded yet */
+        }
+        while ((len = getline(&line, &cap, f)) >= 0) {
+                lineno++;
+                if (len == 0 || line[len - 1] != '\n') {
+                        /* Torn by a crash during its write: the change was never answered. */
+                        out.torn_tail = true;
+                        break;
+                }
+                good += len;
+                line[len - 1] = '\0';
+                if (lineno == 1) {
+                        int version = 0;
+                        unsigned long long next = 0;
+                        if (sscanf(line, STATE_HEADER " %d next=%llu", &version, &next) != 2) {
+                                reason = "no edfd-state header";
+                                r = -EBADMSG;
+                                break;
+                        }
+                        if (version != STATE_VERSION) {
+                                reason = "an unknown state version";
+                                r = -EBADMSG;
+                                break;
+                        }
+                        l.next_id = MAX(next, 1);
+                        continue;
+                }
+                if ((size_t) len > STATE_LINE_MAX) {
+                        reason = "a line too long";
+                        r = -EBADMSG;
+                        break;
+                }
+                r = load_line(&l, line, &reason);
+                if (r < 0)
+                        break;
+                s->n_lines++;
+        }
+        free(line);
+        fclose(f);
+
+        /* Cut a torn tail off, or the next append would be glued to it. */
+        if (out.torn_tail && truncate(s->path, good) < 0) {
+                r = -errno;
+                goto fail;
+        }
+
+        if (r == -EBADMSG) {
+                /* Keep the file for inspection; start from what the kernel shows. */
+                hashmap_done(&l.by_id);
+                free(l.entries);
+                free(l.dead);
+                free(l.groups);
+                s->n_lines = 0;
+                r = move_aside(s, &out, reason, lineno);
+                if (r < 0)
+                        return r;
+                *ret = out;
+                return 0;
+        }
+        if (r < 0)
+                goto fail;
+
+        /* Compact the live entries in id order (they were created in id order, mostly). */
+        out.entries = calloc(l.n ? l.n : 1, sizeof(StateEntry));
+        if (!out.entries) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        for (size_t i = 0; i < l.n; i++)
+                if (!l.dead[i])
+                        out.entries[out.n_entries++] = l.entries[i];
+        out.groups = l.groups;
+        out.n_groups = l.n_groups;
+        l.groups = NULL;
+        out.next_id = l.next_id;
+        hashmap_done(&l.by_id);
+        free(l.entries);
+        free(l.dead);
+done:
+        if (out.next_id == 0)
+                out.next_id = 1;
+        if (s->fd < 0) {
+                r = open_journal(s);
+                if (r < 0) {
+                        state_loaded_done(&out);
+                        return r;
+                }
+        }
+        *ret = out;
+        return 0;
+fail:
+        hashmap_done(&l.by_id);
+        free(l.entries);
+        free(l.dead);
+        free(l.groups);
+        return r;
+}

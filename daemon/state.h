@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The on-disk state that lets a restarted daemon re-adopt its reservations.
+ *
+ * One file, STATE_DIR/state: a versioned header line and then one line per change, appended with
+ * a single write(2) each, so recording a change costs the same however many reservations exist.
+ * Every line ends in a checksum of itself, so a line torn by a crash in the middle of its write
+ * is recognised (only the last line can be torn: it is ignored, the change it described was
+ * never answered). When the journal has grown to several times what it describes, it is
+ * rewritten as a snapshot into a temporary file and renamed over the old one (atomic), and
+ * appending continues there: amortised O(1) per change.
+ *
+ * Record types:
+ *   A  a reservation as it is now (admitted, adopted, updated, split): the full record
+ *   I  an intent: the kernel is about to be changed to match this record. Settled on restart by
+ *      asking the kernel which of the intent and the last A record it shows.
+ *   R  a reservation ended
+ *   G  a group created over D-Bus (dynamic), or its new bandwidth
+ *   O  an override of a configured group's bandwidth (SetGroup), until the next reload
+ *   D  a dynamic group removed, or an override dropped
+ *
+ * A file that cannot be read (bad header, a bad checksum before the last line, an unknown record)
+ * is renamed to state.corrupt-<time> for inspection and the daemon starts from what the kernel
+ * shows. One daemon per state directory: STATE_DIR/lock is held with flock(2). */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "params.h"
+#include "tree.h"
+
+#define STATE_VERSION 1
+
+typedef struct StateRecord {
+        uint64_t id;
+        uint32_t pid, tid, uid;
+        uint64_t start_time;
+        char group[GROUP_PATH_MAX + 1];
+        DlParams params;
+        uint64_t flags;
+        uint64_t donor;
+} StateRecord;
+
+typedef struct StateEntry {
+        bool has_committed, has_intent;
+        StateRecord committed;  /* the last A record */
+        StateRecord intent;     /* an I record after it, not yet settled */
+} StateEntry;
+
+typedef struct StateGroup {
+        char path[GROUP_PATH_MAX + 1];
+        uint64_t runtime, period;
+        bool override;          /* O: a configured group's bandwidth, not a dynamic group */
+} StateGroup;
+
+typedef struct StateLoaded {
+        StateEntry *entries;    /* in id order */
+        size_t n_entries;
+        StateGroup *groups;     /* in creation order (parents before children) */
+        size_t n_groups;
+        uint64_t next_id;
+        bool torn_tail;         /* the last line was incomplete and ignored */
+        char *corrupt_path;     /* set when the file was unreadable and moved here */
+        char *corrupt_reason;
+} StateLoaded;
+
+typedef struct State State;
+
+/* Create dir if needed, take its lock and open the journal for appending. -EBUSY when another
+ * process holds the lock, other negative errno on failure. */
+int state_open(State **ret, const char *dir);
+/* Close and unlock. Accepts NULL, returns NULL. */
+State *state_free(State *s);
+
+/* Read what the journal describes. A corrupt file is moved aside (ret->corrupt_path says where)
+ * and an empty state returned; that is not an error. Negative errno on I/O errors only. */
+int state_load(State *s, StateLoaded *ret);
+void state_loaded_done(StateLoaded *l);
+
+/* Append one record. 0 or negative errno (the caller must then undo the change it describes). */
+int state_write_reservation(State *s, bool intent, const StateRecord *r);
+int state_write_release(State *s, uint64_t id);
+int state_write_group(State *s, bool override, const char *path, uint64_t runtime, uint64_t period);
+int state_write_group_removed(State *s, const char *path);
+
+/* Rewrite the journal as a snapshot of exactly these records and groups (atomic rename). */
+int state_rewrite(State *s, const StateRecord *records, size_t n_records, const StateGroup *groups,
+                  size_t n_groups, uint64_t next_id);
+/* Whether the journal has grown enough, against `live` current records, to be worth a rewrite. */
+bool state_wants_rewrite(const State *s, size_t live);
+
+/* Fill a StateRecord from a reservation. */
+void state_record_from(StateRecord *ret, const Reservation *r);

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* A periodic task: every PERIOD it does WORK of CPU time (measured in its own thread CPU time, not
+ * loop counts, so that preemption does not shorten the work) and checks whether the job finished
+ * before its deadline (the end of the period). Prints jobs, misses and response times.
+ *
+ *   periodic [--work 20ms] [--period 50ms] [--duration 10s] [--tasks N] [--quiet]
+ *
+ * With --tasks N it runs N such threads in one process (all with the same parameters). It never
+ * changes its own scheduling: run it under `edfctl admit -- periodic ...` or `chrt`. */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "duration.h"
+
+typedef struct Task {
+        uint64_t work, period, duration;
+        uint64_t jobs, misses;
+        uint64_t *response;
+        size_t n_response;
+} Task;
+
+static uint64_t ts_ns(const struct timespec *ts) {
+        return (uint64_t) ts->tv_sec * NSEC_PER_SEC + (uint64_t) ts->tv_nsec;
+}
+
+static uint64_t clock_ns(clockid_t c) {
+        struct timespec ts;
+        clock_gettime(c, &ts);
+        return ts_ns(&ts);
+}
+
+static void *run(void *arg) {
+        Task *t = arg;
+        uint64_t start = clock_ns(CLOCK_MONOTONIC), release = start;
+        size_t cap = t->duration / t->period + 2;
+
+        t->response = calloc(cap, sizeof(uint64_t));
+        if (!t->response)
+                return NULL;
+        while (release + t->period <= start + t->duration) {
+                uint64_t cpu0 = clock_ns(CLOCK_THREAD_CPUTIME_ID), done;
+                while (clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 < t->work)
+                        ;
+                done = clock_ns(CLOCK_MONOTONIC);
+                if (t->n_response < cap)
+                        t->response[t->n_response++] = done - release;
+                t->jobs++;
+                if (done > release + t->period)
+                        t->misses++;
+                /* Next release: the next period boundary after now (an overrun skips periods). */
+                do
+                        release += t->period;
+                while (release < done);
+                struct timespec ts = { (time_t) (release / NSEC_PER_SEC), (long) (release % NSEC_PER_SEC) };
+                while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                        ;
+        }
+        return NULL;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static uint64_t arg_duration(const char *opt, const char *v) {
+        const char *why;
+        uint64_t ns;
+
+        if (!v || duration_parse(v, &ns, &why) < 0) {
+                fprintf(stderr, "periodic: %s \"%s\" %s\n", opt, v ? v : "", v ? why : "needs a value");
+                exit(2);
+        }
+        return ns;
+}
+
+int main(int argc, char *argv[]) {
+        uint64_t work = 20 * NSEC_PER_MSEC, period = 50 * NSEC_PER_MSEC, duration = 10 * NSEC_PER_SEC;
+        unsigned n_tasks = 1;
+        int quiet = 0;
+
+        for (int i = 1; i < argc; i++) {
+                if (strcmp(argv[i], "--work") == 0)
+                        work = arg_duration(argv[i], argv[i + 1]), i++;
+                else if (strcmp(argv[i], "--period") == 0)
+                        period = arg_duration(argv[i], argv[i + 1]), i++;
+                else if (strcmp(argv[i], "--duration") == 0)
+                        duration = arg_duration(argv[i], argv[i + 1]), i++;
+                else if (strcmp(argv[i], "--tasks") == 0 && i + 1 < argc)
+                        n_tasks = (unsigned) strtoul(argv[++i], NULL, 10);
+                else if (strcmp(argv[i], "--quiet") == 0)
+                        quiet = 1;
+                else {
+                        fprintf(stderr, "usage: periodic [--work D] [--period D] [--duration D] [--tasks N] [--quiet]\n");
+                        return 2;
+                }
+        }
+        if (work == 0 || period == 0 || work > period || n_tasks == 0 || n_tasks > 64) {
+                fprintf(stderr, "periodic: need 0 < work <= period and 1..64 tasks\n");
+                return 2;
+        }
+
+        Task tasks[64];
+        pthread_t th[64];
+        for (unsigned i = 0; i < n_tasks; i++) {
+                tasks[i] = (Task) { .work = work, .period = period, .duration = duration };
+                /* The first task runs in the main thread: an admitted main thread keeps its reservation. */
+                if (i > 0 && pthread_create(&th[i], NULL, run, &tasks[i]) != 0) {
+                        fprintf(stderr, "periodic: pthread_create failed\n");
+                        return 1;
+                }
+        }
+        run(&tasks[0]);
+        for (unsigned i = 1; i < n_tasks; i++)
+                pthread_join(th[i], NULL);
+
+        uint64_t jobs = 0, misses = 0;
+        size_t n = 0;
+        for (unsigned i = 0; i < n_tasks; i++) {
+                jobs += tasks[i].jobs;
+                misses += tasks[i].misses;
+                n += tasks[i].n_response;
+        }
+        uint64_t *all = calloc(n ? n : 1, sizeof(uint64_t));
+        size_t k = 0;
+        for (unsigned i = 0; i < n_tasks; i++) {
+                memcpy(all + k, tasks[i].response, tasks[i].n_response * sizeof(uint64_t));
+                k += tasks[i].n_response;
+                free(tasks[i].response);
+        }
+        qsort(all, n, sizeof(uint64_t), cmp_u64);
+        char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX];
+        if (n > 0)
+                printf("periodic: %" PRIu64 " jobs, %" PRIu64 " deadline misses (%.2f%%), response p50 %s p99 %s max %s\n",
+                       jobs, misses, jobs ? 100.0 * (double) misses / (double) jobs : 0.0,
+                       duration_format(all[n / 2] / 1000 * 1000, a), duration_format(all[n * 99 / 100] / 1000 * 1000, b),
+                       duration_format(all[n - 1] / 1000 * 1000, c));
+        if (!quiet && getenv("PERIODIC_RAW"))
+                for (size_t i = 0; i < n; i++)
+                        printf("%" PRIu64 "\n", all[i]);
+        free(all);
+        return 0;
+}
