@@ -193,7 +193,7 @@ _printf_(4, 5) static void error_at(Ctx *c, unsigned line, unsigned column, cons
         if (c->n_errors > CONF_ERRORS_MAX)
                 return;
         keypath[0] = '\0';
-        for (size_t i = 0; i < MIN(c->n_path, (size_t) PATH_PARTS_MAX); i++)
+        for (size_t i = 0; i < MIN(c->n_path, (size_t) PATH_PARTS_MAX) && o < sizeof keypath; i++)
                 o += (size_t) snprintf(keypath + o, sizeof keypath - o, "%s%s", i > 0 ? "." : "",
                                        show(c->path[i], strlen(c->path[i]), part));
         va_start(ap, fmt);

@@ -22,6 +22,7 @@ static int reply_error(sd_bus_error *ret_error, const OpError *e) {
         case OP_REFUSED:
                 switch (e->refusal.outcome) {
                 case ADMIT_OVER_BUDGET:
+                case ADMIT_BELOW_ALLOCATED: /* its children would not fit: a refusal, not bad input */
                         name = EDFD_ERROR_OVER_BUDGET;
                         break;
                 case ADMIT_NO_SUCH_GROUP:

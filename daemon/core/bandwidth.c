@@ -64,8 +64,7 @@ static char *format_tenths(uint64_t bw, char *buf, bool up) {
                 return buf;
         }
         tenths = (unsigned __int128) bw * 1000;
-        if (up)
-                tenths += BW_UNIT - 1;
+        tenths += up ? BW_UNIT - 1 : BW_UNIT / 2;
         tenths >>= BW_SHIFT;
         if (tenths % 10 == 0)
                 snprintf(buf, DURATION_MAX, "%" PRIu64 "%%", (uint64_t) (tenths / 10));

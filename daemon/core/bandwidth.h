@@ -36,10 +36,10 @@ int bw_kernel_capacity(unsigned ncpus, int64_t rt_runtime_us, uint64_t rt_period
 int bw_add(uint64_t a, uint64_t b, uint64_t *ret);
 int bw_sub(uint64_t a, uint64_t b, uint64_t *ret);
 
-/* Format a bandwidth as a percentage of one CPU, rounded down to one decimal, trailing ".0"
- * dropped: BW_UNIT -> "100%", BW_UNIT/8 -> "12.5%", 3 * BW_UNIT / 2 -> "150%"; UINT64_MAX (no
- * limit) -> "unlimited". Returns buf (at least DURATION_MAX bytes). Use it for what is free or
- * held, so that a person is never told of more room than there is. */
+/* Format a bandwidth as a percentage of one CPU, rounded to the nearest tenth, trailing ".0"
+ * dropped: BW_UNIT -> "100%", BW_UNIT/8 -> "12.5%", 3 * BW_UNIT / 2 -> "150%", 6 ms per 100 ms
+ * (62914 units, 5.99999%) -> "6%"; UINT64_MAX (no limit) -> "unlimited". Returns buf (at least
+ * DURATION_MAX bytes). */
 char *bw_format(uint64_t bw, char *buf);
 /* The same, rounded up: for what a request needs (20 ms per 100 ms is 209715 units, which rounds
  * down to 19.9% but is asked for as 20%). */

@@ -199,19 +199,22 @@ typedef struct FmtCase {
 static const FmtCase fmt_cases[] = {
         { 0,                  "0%" },
         { 1,                  "0%" },
-        { BW_UNIT / 1000,     "0%" },             /* 0.0999..% rounds down */
+        { BW_UNIT / 1000 - 524, "0%" },           /* 0.04998..% rounds down */
+        { BW_UNIT / 1000,     "0.1%" },           /* 0.0999..% rounds to nearest */
         { BW_UNIT / 1000 + 1, "0.1%" },
         { BW_UNIT / 8,        "12.5%" },
         { BW_UNIT / 4,        "25%" },
         { BW_UNIT / 2,        "50%" },
-        { BW_UNIT - 1,        "99.9%" },
+        { BW_UNIT - 1,        "100%" },
+        { BW_UNIT - 1049,     "99.9%" },
         { BW_UNIT,            "100%" },
         { BW_UNIT + 1,        "100%" },
         { 3 * BW_UNIT / 2,    "150%" },
         { 2 * BW_UNIT,        "200%" },
-        { 104857,             "9.9%" },           /* bw_of(10ms, 100ms): rounded down, as the header says */
-        { 2 * 996147,         "189.9%" },
-        { UINT64_MAX - 1,     "1759218604441599.9%" },
+        { 104857,             "10%" },            /* bw_of(10ms, 100ms) = 9.99999%: to the nearest tenth */
+        { 62914,              "6%" },             /* bw_of(6ms, 100ms) = 5.99998% */
+        { 2 * 996147,         "190%" },
+        { UINT64_MAX - 1,     "1759218604441600%" },
         { UINT64_MAX,         "unlimited" },          /* what bw_kernel_capacity() returns for "off" */
 };
 
@@ -228,13 +231,13 @@ Test(bandwidth, format) {
         }
 }
 
-/* bw_format() of every bandwidth is the rounded-down one-decimal percentage. */
+/* bw_format() of every bandwidth is the one-decimal percentage rounded to nearest. */
 Test(bandwidth, format_random) {
         uint64_t seed = 3;
 
         for (unsigned i = 0; i < 100000; i++) {
                 uint64_t bw = MIN(lcg(&seed) >> (lcg(&seed) % 64), UINT64_MAX - 1);
-                uint64_t tenths = (uint64_t) (((unsigned __int128) bw * 1000) >> BW_SHIFT);
+                uint64_t tenths = (uint64_t) (((unsigned __int128) bw * 1000 + BW_UNIT / 2) >> BW_SHIFT);
                 char want[DURATION_MAX], buf[DURATION_MAX];
 
                 if (tenths % 10 == 0)

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* Option values: ids, pids and the work + margin rule. Durations and percentages are the core's
+ * duration_parse() and percent_parse(); this file adds only what the client needs besides. */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "duration.h"
+#include "edfctl.h"
+
+int parse_u64(const char *s, uint64_t *ret, const char **ret_reason) {
+        uint64_t v = 0;
+
+        if (!s || *s == '\0')
+                return *ret_reason = "is empty", -EINVAL;
+        if (*s == '-')
+                return *ret_reason = "is negative", -EINVAL;
+        for (const char *p = s; *p; p++) {
+                if (*p < '0' || *p > '9')
+                        return *ret_reason = "is not a decimal number", -EINVAL;
+                if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t) (*p - '0'), &v))
+                        return *ret_reason = "is too large", -ERANGE;
+        }
+        *ret = v;
+        return 0;
+}
+
+int parse_pid(const char *s, uint32_t *ret, const char **ret_reason) {
+        uint64_t v;
+        int r;
+
+        r = parse_u64(s, &v, ret_reason);
+        if (r < 0)
+                return r;
+        if (v == 0)
+                return *ret_reason = "is 0, which names no process or thread", -EINVAL;
+        if (v > INT32_MAX)
+                return *ret_reason = "is above the largest possible id (2147483647)", -ERANGE;
+        *ret = (uint32_t) v;
+        return 0;
+}
+
+int runtime_from_work(uint64_t work, uint64_t margin, uint64_t *ret_runtime) {
+        uint64_t extra, runtime;
+
+        /* extra = ceil(work * margin / PERCENT_PERIOD_NS): the margin is a safety bound, so never
+         * round it away. */
+        if (__builtin_mul_overflow(work, margin, &extra))
+                return -ERANGE;
+        extra = extra / PERCENT_PERIOD_NS + (extra % PERCENT_PERIOD_NS != 0);
+        if (__builtin_add_overflow(work, extra, &runtime))
+                return -ERANGE;
+        *ret_runtime = runtime;
+        return 0;
+}
+
+int usage_invalid(const char *what, const char *value, const char *reason) {
+        fprintf(stderr, "edfctl: invalid %s \"%s\": %s\n", what, value, reason);
+        return EDFCTL_EXIT_USAGE;
+}
+
+int usage_error(const Args *a, const char *fmt, ...) {
+        va_list ap;
+
+        fputs("edfctl: ", stderr);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        if (a && a->verb)
+                fprintf(stderr, " (see edfctl %s%s%s --help)\n", a->verb, a->subverb ? " " : "", a->subverb ?: "");
+        else
+                fputs(" (see edfctl --help)\n", stderr);
+        return EDFCTL_EXIT_USAGE;
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* edfctl: shared declarations of the verbs and their helpers.
+ *
+ * The shape follows systemd's oomctl: main() parses the command line into an Args, looks the verb
+ * up in a table (which also says which options the verb accepts) and calls one function per verb.
+ * A verb returns the process exit status directly (EdfctlExit): that number is the contract with
+ * scripts, so every path decides it explicitly. Helpers below the verbs return negative errno as
+ * everywhere else in edfd. */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <systemd/sd-bus.h>
+
+#include "duration.h"
+#include "macro.h"
+
+typedef enum EdfctlExit {
+        EDFCTL_EXIT_OK = 0,
+        EDFCTL_EXIT_FAILED = 1,       /* refused or failed; the message names the reason */
+        EDFCTL_EXIT_USAGE = 2,        /* bad usage or invalid input */
+        EDFCTL_EXIT_UNREACHABLE = 3,  /* no system bus, or edfd not on it */
+        EDFCTL_EXIT_EXEC_FAILED = 126, /* admit -- COMMAND: found but could not be executed */
+        EDFCTL_EXIT_EXEC_NOT_FOUND = 127, /* admit -- COMMAND: not found */
+} EdfctlExit;
+
+/* Every option as a bit, so that a verb can list the ones it accepts. */
+typedef enum ArgOption {
+        ARG_JSON = 1u << 0,
+        ARG_GROUP = 1u << 1,
+        ARG_RUNTIME = 1u << 2,
+        ARG_DEADLINE = 1u << 3,
+        ARG_PERIOD = 1u << 4,
+        ARG_TID = 1u << 5,
+        ARG_PID = 1u << 6,
+        ARG_RECLAIM = 1u << 7,
+        ARG_OVERRUN_SIGNAL = 1u << 8,
+        ARG_MOVE = 1u << 9,
+        ARG_BANDWIDTH = 1u << 10,
+        ARG_WORK = 1u << 11,
+        ARG_MARGIN = 1u << 12,
+        _ARG_OPTION_COUNT = 13,
+} ArgOption;
+
+/* The command line after getopt: raw option values, parsed by the verb that uses them (so that an
+ * option a verb does not take is reported as such, not as a bad value). */
+typedef struct Args {
+        unsigned given;               /* ArgOption bits seen */
+        const char *verb;             /* "admit", or "group" with subverb "create" */
+        const char *subverb;
+        char **positional;            /* after the verb (and subverb) */
+        size_t n_positional;
+        char **command;               /* after "--", NULL-terminated; NULL when there was no "--" */
+        const char *group, *runtime, *deadline, *period, *tid, *pid, *bandwidth, *work, *margin;
+} Args;
+
+/* The verbs: each returns an EdfctlExit. */
+int verb_status(const Args *a);
+int verb_list(const Args *a);
+int verb_admit(const Args *a);
+int verb_release(const Args *a);
+int verb_group(const Args *a);
+int verb_reload(const Args *a);
+int verb_monitor(const Args *a);
+
+/* --- edfctl-bus.c: the connection and the daemon's errors --- */
+
+/* Connect to the system bus (sd_bus_open_system(), which honours DBUS_SYSTEM_BUS_ADDRESS) and
+ * register the edfd error map. Returns EDFCTL_EXIT_OK with the bus in *ret_bus, or prints why and
+ * returns EDFCTL_EXIT_UNREACHABLE. No round trip happens here. */
+int bus_connect(sd_bus **ret_bus);
+
+/* Print the reason a call failed (r < 0, error as returned by sd_bus_call()) and return the exit
+ * status it means: the daemon's errors as "edfctl: admission refused: <daemon message>", edfd or
+ * the bus unreachable as EDFCTL_EXIT_UNREACHABLE with a hint. what names the call for messages
+ * that have no better context ("Admit"). */
+int bus_call_failed(const sd_bus_error *error, int r, const char *what);
+
+/* A reply that cannot be parsed: print and return EDFCTL_EXIT_FAILED. */
+int bus_parse_failed(int r, const char *what);
+
+/* Call method on edfd's object with the given signature and arguments; on failure print the reason
+ * and return its exit status, else EDFCTL_EXIT_OK with the reply in *ret_reply (may be NULL). */
+int bus_call_edfd(sd_bus *bus, const char *method, sd_bus_message **ret_reply, const char *types, ...);
+
+/* --- edfctl-parse.c: option values; pure, no I/O --- */
+
+/* Parse a decimal uint64 with nothing else around it (no sign, space or suffix). Returns 0, or
+ * -EINVAL / -ERANGE with a static reason. */
+int parse_u64(const char *s, uint64_t *ret, const char **ret_reason);
+/* A process or thread id: 1 .. INT32_MAX. Returns 0 or -EINVAL / -ERANGE with a static reason. */
+int parse_pid(const char *s, uint32_t *ret, const char **ret_reason);
+/* runtime = work * (1 + margin), margin given as percent_parse() returns it (runtime over
+ * PERCENT_PERIOD_NS), rounded up to a whole ns. Returns 0 or -ERANGE on overflow. */
+int runtime_from_work(uint64_t work, uint64_t margin, uint64_t *ret_runtime);
+
+/* Print "edfctl: invalid <what> "<value>": <reason>" and return EDFCTL_EXIT_USAGE. */
+int usage_invalid(const char *what, const char *value, const char *reason);
+/* Print "edfctl: <message>" with a pointer to the verb's help and return EDFCTL_EXIT_USAGE. */
+_printf_(2, 3) int usage_error(const Args *a, const char *fmt, ...);
+
+/* --- edfctl-proc.c: what edfctl reads from /proc --- */
+
+/* The comm of thread tid of process pid, from /proc/PID/task/TID/comm, without the newline.
+ * Returns 0, or negative errno (the thread is gone, or not visible). buf holds 16 bytes + NUL. */
+int proc_thread_comm(uint32_t pid, uint32_t tid, char buf[static 17]);
+/* The process (thread group) that thread tid belongs to. Returns 0 or negative errno (-ESRCH when
+ * there is no such thread). */
+int proc_thread_tgid(uint32_t tid, uint32_t *ret_pid);
+
+/* --- edfctl-output.c: tables and number formatting --- */
+
+typedef struct Table Table;
+
+/* A table of n_columns columns whose first row is the header. Returns NULL without memory. */
+Table *table_new(size_t n_columns);
+/* Frees t; accepts NULL, returns NULL. */
+Table *table_free(Table *t);
+static inline void table_freep(Table **t) {
+        table_free(*t);
+}
+/* Append one cell (copied) to the current row; rows fill left to right. printf-style. Returns 0
+ * or -ENOMEM. */
+_printf_(2, 3) int table_add(Table *t, const char *fmt, ...);
+/* Right-align column (numbers). */
+void table_align_right(Table *t, size_t column);
+/* Blanks between columns (default 2). */
+void table_set_separator(Table *t, size_t blanks);
+/* Leave column out of the output (a column nobody has a value for). */
+void table_hide(Table *t, size_t column);
+/* Number of rows, header included. */
+size_t table_rows(const Table *t);
+/* Print row (0 is the header), padded to the widths of the whole table, without trailing blanks. */
+void table_print_row(Table *t, size_t row, FILE *f);
+/* Print every row. */
+void table_print(Table *t, FILE *f);
+
+/* Half of bw_format()'s last digit (0.05% of one CPU) in bus units, rounded up. */
+
+/* bw_format() rounded to the nearest tenth of a percent instead of down: the bus value of
+ * 6ms/100ms is 62914 (5.99995%), which bw_format() prints as "5.9%"; people wrote 6% and should
+ * read 6%. For display only: JSON carries the exact values. Returns buf. */
+char *bw_display(uint64_t bw, char buf[static DURATION_MAX]);
+/* bw_display() of have - used, printed with a minus sign when used exceeds have (over-committed);
+ * "unlimited" when have is. Returns buf. */
+char *bw_display_free(uint64_t have, uint64_t used, char buf[static DURATION_MAX]);
