@@ -406,6 +406,8 @@ static int property_version(sd_bus *bus, const char *path, const char *interface
         return sd_bus_message_append(reply, "s", EDFD_VERSION);
 }
 
+/* Every method is SD_BUS_VTABLE_UNPRIVILEGED: anyone may call, and each handler decides (reads are
+ * open to all, changes are checked against the caller). */
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
         SD_BUS_PROPERTY("Version", "s", property_version, 0, SD_BUS_VTABLE_PROPERTY_CONST),
@@ -424,24 +426,24 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_NAMES("Admit", "ttsttt" "t",
                                  SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group) SD_BUS_PARAM(runtime)
                                  SD_BUS_PARAM(deadline) SD_BUS_PARAM(period) SD_BUS_PARAM(flags),
-                                 "t", SD_BUS_PARAM(id), method_admit, 0),
+                                 "t", SD_BUS_PARAM(id), method_admit, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Update", "tttt",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(runtime) SD_BUS_PARAM(deadline) SD_BUS_PARAM(period),
-                                 "", , method_update, 0),
-        SD_BUS_METHOD_WITH_NAMES("Release", "t", SD_BUS_PARAM(id), "", , method_release, 0),
-        SD_BUS_METHOD_WITH_NAMES("ReleaseThread", "t", SD_BUS_PARAM(tid), "", , method_release_thread, 0),
+                                 "", , method_update, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Release", "t", SD_BUS_PARAM(id), "", , method_release, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ReleaseThread", "t", SD_BUS_PARAM(tid), "", , method_release_thread, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ReleaseProcess", "t", SD_BUS_PARAM(pid), "u", SD_BUS_PARAM(released),
-                                 method_release_process, 0),
+                                 method_release_process, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListReservations", "", , "a(tuusttttttu)", SD_BUS_PARAM(reservations),
-                                 method_list_reservations, 0),
-        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(sttttuussssb)", SD_BUS_PARAM(groups), method_list_groups, 0),
+                                 method_list_reservations, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(sttttuussssb)", SD_BUS_PARAM(groups), method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("CreateGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period),
-                                 "", , method_create_group, 0),
+                                 "", , method_create_group, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("SetGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period), "",
-                                 , method_set_group, 0),
-        SD_BUS_METHOD_WITH_NAMES("RemoveGroup", "s", SD_BUS_PARAM(path), "", , method_remove_group, 0),
-        SD_BUS_METHOD("Reload", "", "", method_reload, 0),
-        SD_BUS_METHOD_WITH_NAMES("Echo", "t", SD_BUS_PARAM(value), "t", SD_BUS_PARAM(value), method_echo, 0),
+                                 , method_set_group, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("RemoveGroup", "s", SD_BUS_PARAM(path), "", , method_remove_group, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Echo", "t", SD_BUS_PARAM(value), "t", SD_BUS_PARAM(value), method_echo, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES("ReservationAdded", "tuuss",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group)
                                  SD_BUS_PARAM(reason), 0),

@@ -553,7 +553,7 @@ static int config_load(const char *path, Config **ret, char **ret_errors) {
 /* Build a tree from c with the dynamic groups and overrides of `extra` (a StateLoaded's groups, or
  * the live tree's dynamic groups); NULL error string on success. */
 static int tree_build(Manager *m, const Config *c, const char *filename, const StateGroup *extra, size_t n_extra,
-                      Tree **ret, char **ret_errors) {
+                      bool strict, Tree **ret, char **ret_errors) {
         ConfErrors errors = {};
         Tree *t = NULL;
         int r;
@@ -597,6 +597,14 @@ static int tree_build(Manager *m, const Config *c, const char *filename, const S
                 if (k < 0) {
                         tree_free(t);
                         return k;
+                }
+                if (k > 0 && strict) {
+                        /* A reload must keep every group created at run time, or fail. */
+                        if (asprintf(ret_errors, "group %s (created at run time) does not fit the new configuration: %s",
+                                     extra[i].path, refusal_format(&rf, buf, sizeof buf)) < 0)
+                                *ret_errors = NULL;
+                        tree_free(t);
+                        return -EINVAL;
                 }
                 if (k > 0)
                         log_warning("Group %s from the state directory does not fit: %s", extra[i].path,
@@ -680,7 +688,8 @@ int manager_reload(Manager *m, OpError *error) {
         (void) capacity_read(&m->kcap);
         r = collect_groups(m->tree, false, &dyn, &n_dyn);
         if (r >= 0)
-                r = tree_build(m, c, m->config_path ? m->config_path : "(embedded edfd.yaml)", dyn, n_dyn, &t, &errors);
+                r = tree_build(m, c, m->config_path ? m->config_path : "(embedded edfd.yaml)", dyn, n_dyn, true, &t,
+                               &errors);
         if (r < 0) {
                 conf_free(c);
                 sd_notify(false, "READY=1");
@@ -963,6 +972,16 @@ static void adopt(Manager *m, const StateLoaded *l) {
                         gone++;
                         continue;
                 }
+                /* Parked at the zero-rounding bandwidth: edfd died in the middle of a release. Finish
+                 * it, or the thread would crawl at 1024 ns every 4.19 s. */
+                if (t.start_time == rec->start_time && si.policy == SCHED_DEADLINE && si.runtime == SCHED_PARK_RUNTIME &&
+                    si.period == SCHED_PARK_PERIOD) {
+                        log_notice("Thread %" PRIu32 " was being released when edfd stopped: release finished", rec->tid);
+                        (void) sched_release(&t);
+                        sched_target_done(&t);
+                        gone++;
+                        continue;
+                }
                 /* An unsettled intent: the kernel shows either it or the last committed record. */
                 if (!record_matches(rec, &t, &si)) {
                         if (e->has_intent && e->has_committed && record_matches(&e->committed, &t, &si))
@@ -1094,7 +1113,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 log_notice("The last state record was torn by a crash; the change it began was never answered");
 
         r = tree_build(m, m->config, m->config_path ? m->config_path : "(embedded edfd.yaml)", loaded.groups,
-                       loaded.n_groups, &m->tree, &errors);
+                       loaded.n_groups, false, &m->tree, &errors);
         if (r < 0) {
                 log_error("The configuration does not fit this machine:\n%s", errors ? errors : strerror(-r));
                 state_loaded_done(&loaded);

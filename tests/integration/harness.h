@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* The integration test harness: a private dbus-daemon with a system-bus style policy, a cgroup root
+ * of its own, and edfd started on them with its own NOTIFY_SOCKET, plus the kernel-side helpers the
+ * tests check edfd against (sched_getattr, a probe of the kernel's free deadline bandwidth, child
+ * processes to admit).
+ *
+ * Every test that starts a harness registers it as the current one, so that the suite's fini
+ * (harness_fini) tears it down and prints edfd's log when the test ended early (a failed assertion).
+ * A test that reaches its end calls harness_stop(), which also checks that edfd is still alive and
+ * exits cleanly on SIGTERM.
+ *
+ * Environment: EDFD_BINARY (the built daemon) and EDFD_TEST_DIR (this directory, for bus.conf and
+ * test-data/), both set by meson. */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <string.h>
+
+#include <systemd/sd-bus.h>
+
+#include "core/macro.h"
+
+static inline bool streq(const char *a, const char *b) {
+        return strcmp(a, b) == 0;
+}
+
+#define HARNESS_SCHED_DEADLINE 6
+#define HARNESS_SCHED_FLAG_RESET_ON_FORK UINT64_C(0x01)
+#define HARNESS_SCHED_FLAG_RECLAIM UINT64_C(0x02)
+#define HARNESS_SCHED_FLAG_DL_OVERRUN UINT64_C(0x04)
+
+#define HARNESS_BW_UNIT (UINT64_C(1) << 20)
+#define HARNESS_MSEC UINT64_C(1000000)
+
+#define HARNESS_MAX_THREADS 8
+#define HARNESS_MAX_CHILDREN 256
+#define HARNESS_MAX_SIGNALS 256
+
+/* struct sched_attr as the kernel defines it (glibc 2.36 has none). */
+typedef struct HarnessSchedAttr {
+        uint32_t size;
+        uint32_t sched_policy;
+        uint64_t sched_flags;
+        int32_t sched_nice;
+        uint32_t sched_priority;
+        uint64_t sched_runtime;
+        uint64_t sched_deadline;
+        uint64_t sched_period;
+        uint32_t sched_util_min;
+        uint32_t sched_util_max;
+} HarnessSchedAttr;
+
+/* A child process made by the harness: its main thread plus n_threads - 1 more, all asleep (or
+ * spinning a little now and then). tids[0] == pid. */
+typedef struct HarnessChild {
+        pid_t pid;
+        unsigned n_threads;
+        pid_t tids[HARNESS_MAX_THREADS];
+        bool reaped;
+} HarnessChild;
+
+/* A signal edfd emitted, as recorded by the harness's match. */
+typedef struct HarnessSignal {
+        char member[64];
+        uint64_t id;
+        uint32_t pid, tid;
+        char group[128];
+        char reason[32];
+} HarnessSignal;
+
+typedef struct Harness {
+        char *dir;            /* temporary directory, removed by harness_stop() */
+        char *config_path;    /* edfd's --config */
+        char *state_dir;      /* edfd's --state-dir */
+        char *cgroup_root;    /* absolute path of edfd's --cgroup-root */
+        char *cgroup_rel;     /* the same, relative to the cgroup2 mount ("/edfd-test-123") */
+        char *log_path;       /* edfd's stdout and stderr, all runs appended */
+        char *dbus_log_path;
+        char *bus_address;
+        char **extra_args;    /* more edfd arguments, NULL-terminated, or NULL */
+
+        pid_t dbus_pid;
+        pid_t edfd_pid;       /* 0 while edfd is down */
+        /* The notify socket is read all the time by a thread of the harness: edfd's sd_notify()
+         * blocks once a datagram socket's queue is full. The fields below are under notify_lock;
+         * read them through harness_notify_counts(). */
+        int notify_fd;
+        char *notify_path;
+        int notify_stop[2];   /* pipe: a byte stops the thread */
+        pthread_t notify_thread;
+        bool notify_thread_running;
+        pthread_mutex_t notify_lock;
+        pthread_cond_t notify_cond;
+        bool stopping_seen;   /* STOPPING=1 arrived since the last start */
+        unsigned n_ready;     /* READY=1 messages received, all runs */
+        unsigned n_reloading; /* RELOADING=1 messages received, all runs */
+        char status[256];     /* the last STATUS= line */
+        bool logs_dumped;     /* harness_dump_logs() ran: harness_free() need not print them again */
+
+        sd_bus *bus;          /* client connection, root */
+        sd_bus_slot *signal_slot;
+        HarnessSignal signals[HARNESS_MAX_SIGNALS];
+        size_t n_signals;
+
+        HarnessChild *children[HARNESS_MAX_CHILDREN];
+        size_t n_children;
+} Harness;
+
+/* What ListReservations returns, one entry. */
+typedef struct HarnessReservation {
+        uint64_t id;
+        uint32_t pid, tid;
+        char *group;
+        uint64_t runtime, deadline, period, bandwidth, flags, split_from;
+        uint32_t uid;
+} HarnessReservation;
+
+/* What ListGroups returns, one entry. */
+typedef struct HarnessGroup {
+        char *path;
+        uint64_t runtime, period, bandwidth, allocated;
+        uint32_t reservations, groups;
+        char *cgroup, *fork, *threads, *users;
+        int dynamic;
+} HarnessGroup;
+
+/* Skip the current test (cr_skip_test) unless we are root, SCHED_DEADLINE works on a helper
+ * process, a cgroup2 mount exists, dbus-daemon exists and EDFD_BINARY names an executable. */
+void harness_require(void);
+
+/* The contents of EDFD_TEST_DIR/test-data/NAME, newly allocated; NULL (and a message) if unreadable. */
+char *harness_read_test_data(const char *name);
+
+/* Start everything: temporary directory, config file with config_yaml_text, dbus-daemon, cgroup
+ * root, edfd (with extra_args appended, NULL-terminated, may be NULL), wait for READY=1 and for the
+ * bus name, connect the client and subscribe to edfd's signals. Returns 0 and the harness in *ret,
+ * or a negative errno after printing why and undoing everything. Makes the harness current. */
+int harness_start(Harness **ret, const char *config_yaml_text, const char *const extra_args[]);
+
+/* harness_require(), then harness_start() with test-data/CONFIG_NAME; asserts success. */
+Harness *harness_start_or_skip(const char *config_name);
+
+/* Replace edfd's config file with text (for Reload tests). Returns 0 or a negative errno. */
+int harness_write_config(Harness *h, const char *text);
+
+/* How many READY=1 and RELOADING=1 edfd sent so far (all runs); either pointer may be NULL. */
+void harness_notify_counts(Harness *h, unsigned *ret_ready, unsigned *ret_reloading);
+
+/* Wait (at most 10 s) until n_ready >= ready and n_reloading >= reloading. Returns 0 or -ETIMEDOUT. */
+int harness_wait_notify(Harness *h, unsigned ready, unsigned reloading);
+
+/* Send sig to edfd and wait for it to exit (SIGKILL after 10 s). Returns the wait status, or a
+ * negative errno. edfd is down afterwards. */
+int harness_kill_daemon(Harness *h, int sig);
+
+/* Start edfd again on the same config, state dir and cgroup root, wait for READY=1 and its name.
+ * Returns 0 or a negative errno (after printing why). */
+int harness_start_daemon(Harness *h);
+
+/* SIGKILL (kill9) or SIGTERM edfd, then start it again. Returns 0 or a negative errno; with SIGTERM
+ * an exit status other than 0 is an error too. */
+int harness_restart_daemon(Harness *h, bool kill9);
+
+/* Normal end of a test: checks (cr_assert) that edfd is alive, stops it with SIGTERM and checks it
+ * exited with status 0, then tears everything down. Clears the current harness. */
+void harness_stop(Harness *h);
+
+/* Tear down without checking, print edfd's log; NULL is fine. Returns NULL. */
+Harness *harness_free(Harness *h);
+
+/* The suite fini: frees the current harness if a test left one behind (printing edfd's log). */
+void harness_fini(void);
+
+/* Print edfd's log (and the bus's) to stderr. */
+void harness_dump_logs(Harness *h);
+
+/* ---- bus calls ---- */
+
+/* Call an edfd method (types and arguments as sd_bus_call_method). *error is filled on failure;
+ * reply may be NULL. Returns 0 or a negative errno. */
+int harness_call(Harness *h, sd_bus_error *error, sd_bus_message **reply, const char *member,
+                 const char *types, ...);
+
+/* Admit(...). On success *ret_id (may be NULL) gets the id. */
+int harness_admit(Harness *h, sd_bus_error *error, uint64_t pid, uint64_t tid, const char *group,
+                  uint64_t runtime, uint64_t deadline, uint64_t period, uint64_t flags, uint64_t *ret_id);
+
+/* ListReservations() / ListGroups(); *ret is an array of *ret_n entries, free with the functions below. */
+int harness_list_reservations(Harness *h, HarnessReservation **ret, size_t *ret_n);
+int harness_list_groups(Harness *h, HarnessGroup **ret, size_t *ret_n);
+void harness_reservations_free(HarnessReservation *r, size_t n);
+void harness_groups_free(HarnessGroup *g, size_t n);
+
+/* The whole of ListReservations / ListGroups as one canonical, sorted text (one line per entry), for
+ * before/after comparisons. Newly allocated; asserts the calls succeed. */
+char *harness_books_reservations(Harness *h);
+char *harness_books_groups(Harness *h);
+
+/* Assert that ListReservations is empty (what: the situation, for the message). */
+void harness_assert_no_reservations(Harness *h, const char *what);
+
+/* The entry with that id / path, or NULL. */
+const HarnessReservation *harness_find_reservation(const HarnessReservation *r, size_t n, uint64_t id);
+const HarnessGroup *harness_find_group(const HarnessGroup *g, size_t n, const char *path);
+
+/* Read a property of the manager interface. */
+int harness_get_u64(Harness *h, const char *property, uint64_t *ret);
+int harness_get_string(Harness *h, const char *property, char **ret);
+
+/* Process the bus until edfd emitted signal member (with that id unless id is UINT64_MAX, with that
+ * reason unless reason is NULL), for at most 5 s. Returns a copy of the recorded signal (removed
+ * from the list) in *ret (may be NULL); 0 on success, -ETIMEDOUT otherwise. */
+int harness_wait_signal(Harness *h, const char *member, uint64_t id, const char *reason, HarnessSignal *ret);
+
+/* Forget all recorded signals (after processing what is queued). */
+void harness_clear_signals(Harness *h);
+
+/* Assertions with a message that names the call, the error expected and the error received. */
+void harness_assert_ok_(int r, const sd_bus_error *e, const char *what);
+void harness_assert_error_(int r, const sd_bus_error *e, const char *what, const char *name, const char *alt);
+#define assert_bus_ok(r, e, what) harness_assert_ok_((r), (e), (what))
+#define assert_bus_error(r, e, what, name) harness_assert_error_((r), (e), (what), (name), NULL)
+/* Either of two error names is right (where the contract leaves the choice open). */
+#define assert_bus_error2(r, e, what, name, alt) harness_assert_error_((r), (e), (what), (name), (alt))
+
+/* Assert that tid is SCHED_DEADLINE with these parameters and SCHED_FLAG_RESET_ON_FORK (plus
+ * exactly extra_flags among RECLAIM and DL_OVERRUN). */
+void harness_assert_dl(pid_t tid, uint64_t runtime, uint64_t deadline, uint64_t period, uint64_t extra_flags);
+/* Assert that tid is SCHED_OTHER. */
+void harness_assert_other(pid_t tid);
+
+/* Format a list as harness_books_*() do (sorts it in place). Newly allocated. */
+char *harness_format_reservations(HarnessReservation *r, size_t n);
+char *harness_format_groups(HarnessGroup *g, size_t n);
+
+/* ---- children ---- */
+
+/* Fork a child with n_threads threads (1..HARNESS_MAX_THREADS) that sleep, or spin ~200 us every
+ * 20 ms when spin is set. The child dies with the test (PR_SET_PDEATHSIG) and at harness_stop().
+ * Returns 0 or a negative errno. The harness owns *ret. h may be NULL: then free it with
+ * harness_child_kill() yourself. */
+int harness_spawn_child(Harness *h, unsigned n_threads, bool spin, HarnessChild **ret);
+
+/* SIGKILL the child and reap it. Safe to call twice. */
+void harness_child_kill(HarnessChild *c);
+
+/* A pid that no process has (a child's pid after it was reaped), for "no such process" tests. */
+pid_t harness_dead_pid(void);
+
+/* The cgroup (v2, "0::" line of /proc/PID/cgroup) of a process, newly allocated, or NULL. */
+char *harness_cgroup_of(pid_t pid);
+
+/* ---- kernel ---- */
+
+/* Raw sched_getattr / sched_setattr. Return 0 or a negative errno. */
+int harness_sched_getattr(pid_t tid, HarnessSchedAttr *ret);
+int harness_sched_setattr(pid_t tid, const HarnessSchedAttr *attr);
+
+/* Make tid SCHED_DEADLINE ourselves (RESET_ON_FORK | flags). */
+int harness_dl_set(pid_t tid, uint64_t runtime, uint64_t deadline, uint64_t period, uint64_t flags);
+
+/* Give tid's deadline bandwidth back without leaving it stuck in the kernel: DL->DL to 1024 ns over
+ * 4.19 s (rounds to zero), then SCHED_OTHER. Does nothing if tid is not SCHED_DEADLINE. */
+int harness_dl_reset(pid_t tid);
+
+/* The kernel's unit bandwidth of runtime/period: (runtime << 20) / period, as to_ratio(). */
+uint64_t harness_bw(uint64_t runtime, uint64_t period);
+
+/* The deadline bandwidth the kernel still admits, machine-wide, in 1 << 20 units: binary-searches
+ * the largest runtime over 100 ms that sched_setattr admits on sleeping helpers (one after another
+ * while each gets a whole CPU), then lowers each to a zero-rounding bandwidth and SCHED_OTHER. */
+int harness_probe_headroom(uint64_t *ret);
+
+/* Probe repeatedly (bounded: about 2 s) until the headroom is within tolerance of target. Returns true
+ * if it got there; *ret_last gets the last probe. */
+bool harness_headroom_settles(uint64_t target, uint64_t tolerance, uint64_t *ret_last);
+
+/* /proc/sys/kernel/sched_deadline_period_{min,max}_us in ns. */
+uint64_t harness_period_min(void);
+uint64_t harness_period_max(void);
+
+/* Sleep for usec microseconds (for bounded polling only, never for correctness). */
+void harness_usleep(uint64_t usec);

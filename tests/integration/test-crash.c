@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* Nothing is lost when edfd dies: admitted threads keep their parameters while it is down, and the
+ * restarted daemon shows exactly the books it showed before (same ids, groups, parameters), minus
+ * what exited meanwhile. A corrupt state file is kept aside and the daemon still starts. A kill at a
+ * random moment during Admit or Release leaves books and kernel agreeing after the restart. The
+ * tests take at most 9% of one CPU of deadline bandwidth. */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "protocol.h"
+
+#define MS HARNESS_MSEC
+#define P100 (100 * MS)
+
+TestSuite(crash, .fini = harness_fini, .timeout = 180);
+
+typedef struct Admitted {
+        HarnessChild *child;
+        pid_t tid;
+        const char *group;
+        uint64_t runtime, deadline, period, flags, kernel_flags;
+        uint64_t id;
+} Admitted;
+
+/* Four reservations in three groups, one of them dynamic: 2% + 2% + 1% + 1% (+ the 3% group). */
+static void admit_set(Harness *h, Admitted a[4]) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        HarnessChild *c[3];
+        int r;
+
+        for (unsigned i = 0; i < 3; i++)
+                cr_assert_eq(harness_spawn_child(h, i == 1 ? 2 : 1, i == 2, &c[i]), 0);
+        r = harness_call(h, &e, NULL, "CreateGroup", "stt", "test/c", 3 * MS, P100);
+        assert_bus_ok(r, &e, "CreateGroup(test/c)");
+
+        a[0] = (Admitted) { c[0], c[0]->pid, "test/a", 2 * MS, 0, P100, 0, 0 };
+        a[1] = (Admitted) { c[1], c[1]->tids[1], "test/b", 1 * MS, 20 * MS, 50 * MS, EDFD_ADMIT_RECLAIM,
+                            HARNESS_SCHED_FLAG_RECLAIM };
+        a[2] = (Admitted) { c[1], c[1]->pid, "test/c", 1 * MS, 0, P100, 0, 0 };
+        a[3] = (Admitted) { c[2], c[2]->pid, "", 1 * MS, 0, P100, 0, 0 }; /* default group, spinning */
+        for (unsigned i = 0; i < 4; i++) {
+                r = harness_admit(h, &e, a[i].child->pid, a[i].tid, a[i].group, a[i].runtime, a[i].deadline,
+                                  a[i].period, a[i].flags, &a[i].id);
+                assert_bus_ok(r, &e, "Admit");
+                if (a[i].deadline == 0)
+                        a[i].deadline = a[i].period;
+        }
+}
+
+static void assert_kernel_keeps(const Admitted a[4], bool skip_dead) {
+        for (unsigned i = 0; i < 4; i++) {
+                if (skip_dead && a[i].child->reaped)
+                        continue;
+                harness_assert_dl(a[i].tid, a[i].runtime, a[i].deadline, a[i].period, a[i].kernel_flags);
+        }
+}
+
+/* Books of ListReservations/ListGroups before, with the reservation dead removed: its entry goes,
+ * its group holds that much less. */
+static void expected_without(Harness *h, uint64_t dead, char **ret_res, char **ret_groups) {
+        HarnessReservation *l;
+        HarnessGroup *g;
+        size_t n, ng, k = 0;
+        const HarnessReservation *d;
+        char *group = NULL;
+        uint64_t bw = 0;
+
+        cr_assert_eq(harness_list_reservations(h, &l, &n), 0);
+        d = harness_find_reservation(l, n, dead);
+        cr_assert(d, "reservation %" PRIu64 " is not listed", dead);
+        group = strdup(d->group);
+        bw = d->bandwidth;
+        for (size_t i = 0; i < n; i++) {
+                if (l[i].id == dead) {
+                        free(l[i].group);
+                        continue;
+                }
+                l[k++] = l[i];
+        }
+        *ret_res = harness_format_reservations(l, k);
+        harness_reservations_free(l, k);
+
+        cr_assert_eq(harness_list_groups(h, &g, &ng), 0);
+        for (size_t i = 0; i < ng; i++)
+                if (streq(g[i].path, group)) {
+                        g[i].allocated -= bw;
+                        g[i].reservations--;
+                }
+        *ret_groups = harness_format_groups(g, ng);
+        harness_groups_free(g, ng);
+        free(group);
+}
+
+static void check_restart(bool kill9) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        Admitted a[4];
+        char *res0, *groups0, *res1, *groups1, *exp_res, *exp_groups;
+        HarnessChild *fresh;
+        uint64_t id;
+        int status, r;
+
+        admit_set(h, a);
+        res0 = harness_books_reservations(h);
+        groups0 = harness_books_groups(h);
+
+        /* Down: the kernel keeps every parameter. */
+        status = harness_kill_daemon(h, kill9 ? SIGKILL : SIGTERM);
+        if (kill9)
+                cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "edfd did not die of SIGKILL");
+        else
+                cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "edfd did not exit cleanly on SIGTERM");
+        assert_kernel_keeps(a, false);
+
+        /* Up again: identical books. */
+        cr_assert_eq(harness_start_daemon(h), 0, "edfd did not come back");
+        res1 = harness_books_reservations(h);
+        groups1 = harness_books_groups(h);
+        cr_assert_str_eq(res1, res0, "ListReservations differs after the restart");
+        cr_assert_str_eq(groups1, groups0, "ListGroups differs after the restart");
+        assert_kernel_keeps(a, false);
+        free(res1);
+        free(groups1);
+
+        /* Once more, and a process exits while edfd is down: it is gone from the books. */
+        expected_without(h, a[0].id, &exp_res, &exp_groups);
+        status = harness_kill_daemon(h, kill9 ? SIGKILL : SIGTERM);
+        cr_assert_geq(status, 0);
+        harness_child_kill(a[0].child);
+        assert_kernel_keeps(a, true);
+        cr_assert_eq(harness_start_daemon(h), 0, "edfd did not come back the second time");
+        res1 = harness_books_reservations(h);
+        groups1 = harness_books_groups(h);
+        cr_assert_str_eq(res1, exp_res, "ListReservations after a restart in which pid %d exited", (int) a[0].child->pid);
+        cr_assert_str_eq(groups1, exp_groups, "ListGroups after a restart in which pid %d exited", (int) a[0].child->pid);
+        assert_kernel_keeps(a, true);
+        free(res1);
+        free(groups1);
+        free(exp_res);
+        free(exp_groups);
+
+        /* The re-adopted reservations are really held: new ids are new, release works for real. */
+        cr_assert_eq(harness_spawn_child(h, 1, false, &fresh), 0);
+        r = harness_admit(h, &e, fresh->pid, 0, "test/a", 1 * MS, 0, P100, 0, &id);
+        assert_bus_ok(r, &e, "Admit after the restart");
+        for (unsigned i = 0; i < 4; i++)
+                cr_assert_neq(id, a[i].id, "a new reservation reuses id %" PRIu64 " from before the restart", id);
+        r = harness_call(h, &e, NULL, "Release", "t", a[2].id);
+        assert_bus_ok(r, &e, "Release of a re-adopted reservation");
+        harness_assert_other(a[2].tid);
+        r = harness_call(h, &e, NULL, "RemoveGroup", "s", "test/c");
+        assert_bus_ok(r, &e, "RemoveGroup of the dynamic group made before the restart");
+        r = harness_call(h, &e, NULL, "Update", "tttt", a[3].id, 2 * MS, UINT64_C(0), P100);
+        assert_bus_ok(r, &e, "Update of a re-adopted reservation");
+        harness_assert_dl(a[3].tid, 2 * MS, P100, P100, 0);
+
+        free(res0);
+        free(groups0);
+        harness_stop(h);
+}
+
+Test(crash, kill9_and_restart_readopts) {
+        check_restart(true);
+}
+
+Test(crash, sigterm_and_restart_readopts) {
+        check_restart(false);
+}
+
+Test(crash, dynamic_groups_survive_reload_and_restart) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        char *groups0, *groups1;
+        int r;
+
+        r = harness_call(h, &e, NULL, "CreateGroup", "stt", "test/c", 2 * MS, P100);
+        assert_bus_ok(r, &e, "CreateGroup(test/c)");
+        r = harness_call(h, &e, NULL, "CreateGroup", "stt", "test/c/d", 1 * MS, P100);
+        assert_bus_ok(r, &e, "CreateGroup(test/c/d)");
+        r = harness_call(h, &e, NULL, "SetGroup", "stt", "test/c", 3 * MS, P100);
+        assert_bus_ok(r, &e, "SetGroup(test/c)");
+        groups0 = harness_books_groups(h);
+
+        r = harness_call(h, &e, NULL, "Reload", "");
+        assert_bus_ok(r, &e, "Reload");
+        groups1 = harness_books_groups(h);
+        cr_assert_str_eq(groups1, groups0, "ListGroups differs after Reload");
+        free(groups1);
+
+        cr_assert_eq(harness_restart_daemon(h, true), 0);
+        groups1 = harness_books_groups(h);
+        cr_assert_str_eq(groups1, groups0, "ListGroups differs after kill -9 and restart");
+        free(groups1);
+
+        r = harness_call(h, &e, NULL, "RemoveGroup", "s", "test/c/d");
+        assert_bus_ok(r, &e, "RemoveGroup(test/c/d)");
+        cr_assert_eq(harness_restart_daemon(h, false), 0);
+        groups1 = harness_books_groups(h);
+        cr_assert(!strstr(groups1, "path=test/c/d "), "a removed dynamic group came back after a restart");
+        cr_assert(strstr(groups1, "path=test/c "), "the dynamic group test/c is gone after a restart");
+        free(groups1);
+        free(groups0);
+        harness_stop(h);
+}
+
+/* The names in the state directory starting with prefix. */
+static unsigned count_prefixed(const char *dir, const char *prefix) {
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        unsigned n = 0;
+
+        cr_assert(d, "cannot open %s", dir);
+        while ((de = readdir(d)))
+                if (strncmp(de->d_name, prefix, strlen(prefix)) == 0)
+                        n++;
+        closedir(d);
+        return n;
+}
+
+/* Overwrite every regular file in the state directory but the lock with garbage; returns how many. */
+static unsigned corrupt_state(const char *dir) {
+        static const char garbage[] = "this is not edfd state \x01\x02\x03\xff\n{ [ \"";
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        unsigned n = 0;
+
+        cr_assert(d, "cannot open %s", dir);
+        while ((de = readdir(d))) {
+                char path[4096];
+                int fd;
+
+                if (de->d_type != DT_REG || strstr(de->d_name, "lock"))
+                        continue;
+                snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+                fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+                cr_assert_geq(fd, 0, "cannot open %s", path);
+                cr_assert_eq(write(fd, garbage, sizeof garbage - 1), (ssize_t) sizeof garbage - 1);
+                close(fd);
+                n++;
+        }
+        closedir(d);
+        return n;
+}
+
+Test(crash, corrupt_state_is_kept_aside) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        HarnessChild *c;
+        uint64_t id, unmanaged;
+        int r;
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        r = harness_admit(h, &e, c->pid, 0, "test/a", 2 * MS, 0, P100, 0, &id);
+        assert_bus_ok(r, &e, "Admit");
+        r = harness_call(h, &e, NULL, "CreateGroup", "stt", "test/c", 1 * MS, P100);
+        assert_bus_ok(r, &e, "CreateGroup");
+
+        cr_assert_geq(harness_kill_daemon(h, SIGKILL), 0);
+        cr_assert_gt(corrupt_state(h->state_dir), 0, "no state file found in %s", h->state_dir);
+        cr_assert_eq(count_prefixed(h->state_dir, "state.corrupt"), 0);
+
+        cr_assert_eq(harness_start_daemon(h), 0, "edfd does not start on a corrupt state file");
+        cr_assert_gt(count_prefixed(h->state_dir, "state.corrupt"), 0,
+                     "the corrupt state was not kept aside as state.corrupt* in %s", h->state_dir);
+        /* edfd starts from what the kernel shows: the thread it can no longer vouch for is unmanaged. */
+        harness_assert_dl(c->pid, 2 * MS, P100, P100, 0);
+        cr_assert_eq(harness_get_u64(h, "Unmanaged", &unmanaged), 0);
+        cr_assert_geq(unmanaged, harness_bw(2 * MS, P100),
+                      "the deadline thread edfd lost track of is not counted as unmanaged (%" PRIu64 ")", unmanaged);
+
+        /* The next start does not trip over what was kept aside. */
+        cr_assert_eq(harness_restart_daemon(h, false), 0);
+        harness_stop(h);
+}
+
+/* Kill edfd at assorted moments while it handles an Admit or a Release; after the restart the books
+ * and the kernel must agree about the thread: listed with its parameters, or SCHED_OTHER and not
+ * listed. */
+static void send_async(Harness *h, const char *member, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(h->bus, &m, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, member);
+        cr_assert_geq(r, 0);
+        va_start(ap, types);
+        r = sd_bus_message_appendv(m, types, ap);
+        va_end(ap);
+        cr_assert_geq(r, 0);
+        cr_assert_geq(sd_bus_send(h->bus, m, NULL), 0);
+        cr_assert_geq(sd_bus_flush(h->bus), 0);
+}
+
+/* The books and the kernel agree about tid: listed with the kernel's very parameters (and a runtime of
+ * runtime or alt_runtime), or not listed and SCHED_OTHER. */
+static void assert_books_match_kernel(Harness *h, pid_t tid, uint64_t runtime, uint64_t alt_runtime, uint64_t period,
+                                      const char *when) {
+        HarnessReservation *l;
+        size_t n;
+        const HarnessReservation *x = NULL;
+        HarnessSchedAttr a;
+
+        cr_assert_eq(harness_list_reservations(h, &l, &n), 0);
+        for (size_t i = 0; i < n; i++)
+                if (l[i].tid == (uint32_t) tid)
+                        x = &l[i];
+        cr_assert_eq(harness_sched_getattr(tid, &a), 0);
+        if (x) {
+                cr_assert(a.sched_policy == HARNESS_SCHED_DEADLINE && a.sched_runtime == x->runtime &&
+                          a.sched_period == x->period && a.sched_deadline == x->deadline,
+                          "%s: the books hold %" PRIu64 "/%" PRIu64 " for %d, the kernel has policy %" PRIu32
+                          " %" PRIu64 "/%" PRIu64, when, x->runtime, x->period, (int) tid, a.sched_policy,
+                          a.sched_runtime, a.sched_period);
+                cr_assert((x->runtime == runtime || x->runtime == alt_runtime) && x->period == period,
+                          "%s: the books hold odd parameters %" PRIu64 "/%" PRIu64, when, x->runtime, x->period);
+        } else
+                cr_assert_eq(a.sched_policy, 0,
+                             "%s: thread %d is not in the books but has policy %" PRIu32 " (%" PRIu64 "/%" PRIu64
+                             "): a kernel change was not settled on restart",
+                             when, (int) tid, a.sched_policy, a.sched_runtime, a.sched_period);
+        harness_reservations_free(l, n);
+}
+
+#define ROUNDS 100
+#define STEP_USEC 2
+
+Test(crash, kill9_at_any_moment) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        unsigned admitted = 0, updated = 0, released = 0;
+
+        for (unsigned i = 0; i < ROUNDS; i++) {
+                unsigned admit_delay = STEP_USEC * i, update_delay = STEP_USEC * ((i * 7) % ROUNDS),
+                         release_delay = STEP_USEC * ((i * 17) % ROUNDS);
+                HarnessReservation *l;
+                HarnessChild *c;
+                char when[128];
+                size_t n;
+                uint64_t id;
+                int r;
+
+                /* Admit, killed after 0..198 us: the kills land before, during and after the change. */
+                cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+                send_async(h, "Admit", "ttstttt", (uint64_t) c->pid, UINT64_C(0), "test/a", 2 * MS, UINT64_C(0),
+                           P100, UINT64_C(0));
+                harness_usleep(admit_delay);
+                cr_assert_geq(harness_kill_daemon(h, SIGKILL), 0);
+                cr_assert_eq(harness_start_daemon(h), 0, "edfd did not restart (round %u)", i);
+                snprintf(when, sizeof when, "kill -9 %u us into an Admit", admit_delay);
+                assert_books_match_kernel(h, c->pid, 2 * MS, 2 * MS, P100, when);
+                cr_assert_eq(harness_list_reservations(h, &l, &n), 0);
+                admitted += n > 0;
+                harness_reservations_free(l, n);
+
+                /* Make sure it is admitted, then Update, killed after 0..198 us. */
+                r = harness_admit(h, &e, c->pid, 0, "test/a", 2 * MS, 0, P100, 0, &id);
+                if (r < 0)
+                        assert_bus_error(r, &e, "Admit of the thread that survived the kill", EDFD_ERROR_ALREADY_ADMITTED);
+                harness_assert_dl(c->pid, 2 * MS, P100, P100, 0);
+                cr_assert_eq(harness_list_reservations(h, &l, &n), 0);
+                cr_assert_eq(n, 1);
+                id = l[0].id;
+                harness_reservations_free(l, n);
+                send_async(h, "Update", "tttt", id, 3 * MS, UINT64_C(0), P100);
+                harness_usleep(update_delay);
+                cr_assert_geq(harness_kill_daemon(h, SIGKILL), 0);
+                cr_assert_eq(harness_start_daemon(h), 0, "edfd did not restart (round %u)", i);
+                snprintf(when, sizeof when, "kill -9 %u us into an Update", update_delay);
+                assert_books_match_kernel(h, c->pid, 2 * MS, 3 * MS, P100, when);
+                cr_assert_eq(harness_list_reservations(h, &l, &n), 0);
+                cr_assert_eq(n, 1, "%s: the reservation is gone", when);
+                updated += l[0].runtime == 3 * MS;
+                harness_reservations_free(l, n);
+
+                /* Then ReleaseThread, killed after 0..198 us. */
+                send_async(h, "ReleaseThread", "t", (uint64_t) c->pid);
+                harness_usleep(release_delay);
+                cr_assert_geq(harness_kill_daemon(h, SIGKILL), 0);
+                cr_assert_eq(harness_start_daemon(h), 0, "edfd did not restart (round %u)", i);
+                snprintf(when, sizeof when, "kill -9 %u us into a Release", release_delay);
+                assert_books_match_kernel(h, c->pid, 2 * MS, 3 * MS, P100, when);
+                cr_assert_eq(harness_list_reservations(h, &l, &n), 0);
+                released += n == 0;
+                harness_reservations_free(l, n);
+
+                /* Leave nothing behind for the next round. */
+                r = harness_call(h, &e, NULL, "ReleaseThread", "t", (uint64_t) c->pid);
+                if (r < 0)
+                        assert_bus_error(r, &e, "ReleaseThread", EDFD_ERROR_NO_SUCH_RESERVATION);
+                harness_assert_other(c->pid);
+                harness_child_kill(c);
+        }
+        /* Not an assertion (timing decides): how many kills landed after the change was made. */
+        fprintf(stderr, "kill9_at_any_moment: of %d each, %u Admits, %u Updates and %u Releases were complete when "
+                "edfd died\n", ROUNDS, admitted, updated, released);
+        harness_assert_no_reservations(h, "after the last round");
+        harness_stop(h);
+}
