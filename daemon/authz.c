@@ -121,3 +121,154 @@ bool authz_group_allows(const Group *g, uid_t uid) {
                         return true;
         return false;
 }
+
+char *authz_user_name(uid_t uid, char *buf, size_t size) {
+        struct passwd pw, *res = NULL;
+        char tmp[1024];
+
+        if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res)
+                snprintf(buf, size, "%s", res->pw_name);
+        else
+                snprintf(buf, size, "uid %u", (unsigned) uid);
+        return buf;
+}
+
+/* --- polkit --- */
+
+struct PolkitQuery {
+        PolkitRegistry *reg;
+        sd_bus_message *request;      /* the method call being authorized */
+        char *action;
+        sd_bus_slot *slot;            /* the pending CheckAuthorization */
+        sd_bus_message_handler_t handler;
+        void *userdata;
+        bool absent_allows;
+        int verdict;                  /* -1 pending, 0 denied, 1 allowed */
+        bool absent;                  /* polkit is not on the bus */
+        char *denied_why;
+        PolkitQuery *next;
+};
+
+static void query_free(PolkitQuery *q) {
+        sd_bus_slot_unref(q->slot);
+        sd_bus_message_unref(q->request);
+        free(q->action);
+        free(q->denied_why);
+        free(q);
+}
+
+static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        PolkitQuery *q = userdata;
+        const sd_bus_error *e;
+        int authorized = 0, challenge = 0, r;
+
+        q->slot = sd_bus_slot_unref(q->slot);
+        e = sd_bus_message_get_error(reply);
+        if (e) {
+                if (sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
+                        q->absent = true;
+                        q->verdict = q->absent_allows;
+                } else {
+                        q->verdict = 0;
+                        (void) asprintf(&q->denied_why, "polkit failed: %s", e->message ? e->message : e->name);
+                }
+        } else {
+                r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
+                if (r >= 0)
+                        r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
+                q->verdict = r >= 0 && authorized;
+                if (r < 0)
+                        (void) asprintf(&q->denied_why, "polkit answered something unreadable");
+                else if (!authorized && challenge)
+                        (void) asprintf(&q->denied_why, "polkit wants authentication for %s (use an interactive client)",
+                                        q->action);
+        }
+
+        /* Run the handler again: it finds the verdict and replies. */
+        sd_bus_message_rewind(q->request, true);
+        r = q->handler(q->request, q->userdata, &error);
+        if (r < 0 || sd_bus_error_is_set(&error)) {
+                if (!sd_bus_error_is_set(&error))
+                        sd_bus_error_set_errno(&error, r);
+                (void) sd_bus_reply_method_error(q->request, &error);
+        }
+        /* Verdicts stay while another query for the same request is still out (a handler may ask
+         * for two actions); once none is, the request is answered and its verdicts go. */
+        PolkitRegistry *reg = q->reg;
+        sd_bus_message *request = q->request;
+        for (PolkitQuery *i = reg->queries; i; i = i->next)
+                if (i->request == request && i->verdict < 0)
+                        return 0;
+        for (PolkitQuery **p = &reg->queries; *p;) {
+                PolkitQuery *i = *p;
+                if (i->request == request) {
+                        *p = i->next;
+                        query_free(i);
+                } else
+                        p = &i->next;
+        }
+        return 0;
+}
+
+int authz_polkit_check(PolkitRegistry *reg, sd_bus_message *msg, const char *action, bool absent_allows,
+                       sd_bus_message_handler_t handler, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        const char *sender = sd_bus_message_get_sender(msg);
+        PolkitQuery *q;
+        int r;
+
+        for (q = reg->queries; q; q = q->next)
+                if (q->request == msg && strcmp(q->action, action) == 0 && q->verdict >= 0) {
+                        int verdict = q->verdict;
+                        bool absent = q->absent;
+                        if (!verdict)
+                                sd_bus_error_setf(error, "org.edfd.Admission1.Error.PermissionDenied", "%s",
+                                                  q->denied_why ? q->denied_why
+                                                  : absent      ? "polkit is not running and the configuration requires it"
+                                                                : "polkit does not allow this");
+                        return verdict ? 1 : -EACCES;
+                }
+        if (!sender)
+                return sd_bus_error_set(error, "org.edfd.Admission1.Error.PermissionDenied", "no sender to ask polkit about"),
+                       -EACCES;
+
+        q = calloc(1, sizeof(PolkitQuery));
+        if (!q)
+                return -ENOMEM;
+        q->reg = reg;
+        q->request = sd_bus_message_ref(msg);
+        q->action = strdup(action);
+        q->handler = handler;
+        q->userdata = userdata;
+        q->absent_allows = absent_allows;
+        q->verdict = -1;
+        if (!q->action) {
+                query_free(q);
+                return -ENOMEM;
+        }
+        r = sd_bus_message_new_method_call(sd_bus_message_get_bus(msg), &call, "org.freedesktop.PolicyKit1",
+                                           "/org/freedesktop/PolicyKit1/Authority",
+                                           "org.freedesktop.PolicyKit1.Authority", "CheckAuthorization");
+        if (r >= 0)
+                r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s", sender, action, 0,
+                                          sd_bus_message_get_allow_interactive_authorization(msg) ? 1 : 0, "");
+        if (r >= 0)
+                r = sd_bus_call_async(sd_bus_message_get_bus(msg), &q->slot, call, on_polkit_reply, q, 0);
+        if (r < 0) {
+                query_free(q);
+                return r;
+        }
+        reg->asked++;
+        q->next = reg->queries;
+        reg->queries = q;
+        return 0;
+}
+
+void authz_polkit_done(PolkitRegistry *reg) {
+        while (reg->queries) {
+                PolkitQuery *q = reg->queries;
+                reg->queries = q->next;
+                query_free(q);
+        }
+}

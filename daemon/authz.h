@@ -39,3 +39,24 @@ int authz_process_owner(pid_t pid, uid_t *ret);
 
 /* Whether uid may use group g (its users: list; NULL means anyone). Root always may. */
 bool authz_group_allows(const Group *g, uid_t uid);
+
+/* The user name of uid into buf, or "uid N" when it has none. Returns buf. */
+char *authz_user_name(uid_t uid, char *buf, size_t size);
+
+/* polkit, asked asynchronously so that a slow polkit never blocks other callers.
+ *
+ * A handler calls authz_polkit_check() for its message and action. The first time, the query is
+ * sent and 0 returned: the handler returns 1 without replying. When polkit answers, the handler is
+ * called again with the same message; now the check returns the verdict: 1 allowed, or -EACCES
+ * with *error set. Without polkit on the bus, `absent_allows` decides (the configuration's
+ * polkit: auto allows admissions, required refuses them; manage actions are refused). */
+typedef struct PolkitQuery PolkitQuery;
+typedef struct PolkitRegistry {
+        PolkitQuery *queries;
+        uint64_t asked;    /* CheckAuthorization calls made */
+} PolkitRegistry;
+
+int authz_polkit_check(PolkitRegistry *reg, sd_bus_message *msg, const char *action, bool absent_allows,
+                       sd_bus_message_handler_t handler, void *userdata, sd_bus_error *error);
+/* Drop every pending query (at exit). */
+void authz_polkit_done(PolkitRegistry *reg);

@@ -84,15 +84,39 @@ static int caller_of(Manager *m, sd_bus_message *msg, Caller *ret, sd_bus_error 
         return 0;
 }
 
-static int require_root(Manager *m, sd_bus_message *msg, const char *what, sd_bus_error *ret_error) {
+#define ACTION_ADMIT "org.edfd.Admission1.admit"
+#define ACTION_MANAGE "org.edfd.Admission1.manage"
+
+/* Whether c may do action: 1 yes, 0 polkit was asked (the handler returns 1 and is called again
+ * with the answer), negative with ret_error set for no. Root may do everything. */
+static int authorize(Manager *m, sd_bus_message *msg, const Caller *c, const char *action, const char *what,
+                     sd_bus_message_handler_t handler, sd_bus_error *ret_error) {
+        bool manage = strcmp(action, ACTION_MANAGE) == 0;
+
+        if (c->uid == 0)
+                return 1;
+        switch (m->config->polkit) {
+        case POLKIT_OFF:
+                if (manage)
+                        return sd_bus_error_setf(ret_error, EDFD_ERROR_PERMISSION_DENIED,
+                                                 "%s needs root (polkit: off in the configuration)", what);
+                return 1;
+        case POLKIT_REQUIRED:
+                return authz_polkit_check(&m->polkit, msg, action, false, handler, m, ret_error);
+        default: /* auto: without polkit, admissions follow the bus policy and the limits */
+                return authz_polkit_check(&m->polkit, msg, action, !manage, handler, m, ret_error);
+        }
+}
+
+/* The caller, authorized for the manage action. 1 go on, 0 pending, negative refused. */
+static int require_manage(Manager *m, sd_bus_message *msg, const char *what, sd_bus_message_handler_t handler,
+                          sd_bus_error *ret_error) {
         Caller c;
         int r = caller_of(m, msg, &c, ret_error);
 
         if (r < 0)
                 return r;
-        if (c.uid != 0)
-                return sd_bus_error_setf(ret_error, EDFD_ERROR_PERMISSION_DENIED, "%s needs root", what);
-        return 0;
+        return authorize(m, msg, &c, ACTION_MANAGE, what, handler, ret_error);
 }
 
 static int check_group_args(const char *path, uint64_t runtime, uint64_t period, sd_bus_error *ret_error) {
@@ -130,6 +154,18 @@ static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_e
         r = caller_of(m, msg, &req.caller, ret_error);
         if (r < 0)
                 return r;
+        r = authorize(m, msg, &req.caller, ACTION_ADMIT, "admission", method_admit, ret_error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (flags & EDFD_ADMIT_MOVE) {
+                r = authorize(m, msg, &req.caller, ACTION_MANAGE, "moving a process into edfd's cgroups (flag 4)",
+                              method_admit, ret_error);
+                if (r <= 0)
+                        return r < 0 ? r : 1;
+                req.may_move = true;
+        }
+        if (manager_rate_check(m, &req.caller, &e) < 0)
+                return reply_error(ret_error, &e);
         if (manager_admit(m, &req, &id, &e) < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "t", id);
@@ -148,6 +184,11 @@ static int method_update(sd_bus_message *msg, void *userdata, sd_bus_error *ret_
         r = caller_of(m, msg, &c, ret_error);
         if (r < 0)
                 return r;
+        r = authorize(m, msg, &c, ACTION_ADMIT, "an update", method_update, ret_error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (manager_rate_check(m, &c, &e) < 0)
+                return reply_error(ret_error, &e);
         if (manager_update(m, &c, id, &(DlParams) { runtime, deadline, period }, &e) < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "");
@@ -295,9 +336,9 @@ static int method_create_group(sd_bus_message *msg, void *userdata, sd_bus_error
         r = check_group_args(path, runtime, period, ret_error);
         if (r < 0)
                 return r;
-        r = require_root(m, msg, "creating a group", ret_error);
-        if (r < 0)
-                return r;
+        r = require_manage(m, msg, "creating a group", method_create_group, ret_error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
         if (manager_group_create(m, path, runtime, period, &e) < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "");
@@ -316,9 +357,9 @@ static int method_set_group(sd_bus_message *msg, void *userdata, sd_bus_error *r
         r = check_group_args(path, runtime, period, ret_error);
         if (r < 0)
                 return r;
-        r = require_root(m, msg, "changing a group", ret_error);
-        if (r < 0)
-                return r;
+        r = require_manage(m, msg, "changing a group", method_set_group, ret_error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
         if (manager_group_set(m, path, runtime, period, &e) < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "");
@@ -336,9 +377,9 @@ static int method_remove_group(sd_bus_message *msg, void *userdata, sd_bus_error
         r = check_group_args(path, 1024, 1, ret_error);
         if (r < 0)
                 return r;
-        r = require_root(m, msg, "removing a group", ret_error);
-        if (r < 0)
-                return r;
+        r = require_manage(m, msg, "removing a group", method_remove_group, ret_error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
         if (manager_group_remove(m, path, &e) < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "");
@@ -349,9 +390,9 @@ static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *ret_
         OpError e = {};
         int r;
 
-        r = require_root(m, msg, "reloading the configuration", ret_error);
-        if (r < 0)
-                return r;
+        r = require_manage(m, msg, "reloading the configuration", method_reload, ret_error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
         if (manager_reload(m, &e) < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "");

@@ -164,6 +164,54 @@ bool manager_may_touch(const Manager *m, const Caller *c, const Reservation *r) 
         return c->uid == 0 || c->uid == r->uid;
 }
 
+/* The configuration's limits for uid (its own entry, else "default", else none). */
+static UserLimits limits_of(const Manager *m, uid_t uid, const ConfLimit **ret_conf) {
+        char name[256];
+        const ConfLimit *l;
+
+        authz_user_name(uid, name, sizeof name);
+        l = conf_find_limit(m->config, name);
+        if (ret_conf)
+                *ret_conf = l;
+        return l ? (UserLimits) { .bandwidth = l->bandwidth, .reservations = l->reservations } : USER_LIMITS_NONE;
+}
+
+static int op_limit(OpError *e, uid_t owner, const Refusal *rf) {
+        char name[256], why[256];
+
+        e->kind = OP_LIMIT_EXCEEDED;
+        e->refusal = *rf;
+        snprintf(e->message, sizeof e->message, "user %s: %s", authz_user_name(owner, name, sizeof name),
+                 refusal_format(rf, why, sizeof why));
+        return -1;
+}
+
+int manager_rate_check(Manager *m, const Caller *c, OpError *error) {
+        const ConfLimit *l = NULL;
+        RateWindow *w;
+        char name[256];
+
+        if (c->uid == 0)
+                return 0;
+        (void) limits_of(m, c->uid, &l);
+        if (!l || l->rate_count == 0 || l->rate_window_ns == 0)
+                return 0;
+        w = hashmap_get(&m->rates, (uint64_t) c->uid + 1);
+        if (!w) {
+                w = calloc(1, sizeof(RateWindow));
+                if (!w || hashmap_put(&m->rates, (uint64_t) c->uid + 1, w) < 0) {
+                        free(w);
+                        return op_errno(error, -ENOMEM, "rate limit");
+                }
+        }
+        if (!rate_window_allow(w, now_ns(), l->rate_count, l->rate_window_ns))
+                return op_fail(error, OP_LIMIT_EXCEEDED,
+                               "user %s: rate limit of %" PRIu64 " requests per %s reached; try again later",
+                               authz_user_name(c->uid, name, sizeof name), l->rate_count,
+                               duration_format(l->rate_window_ns, (char[DURATION_MAX]) {}));
+        return 0;
+}
+
 static Group *resolve_group(Manager *m, const char *path) {
         if (!path || !*path)
                 path = m->config && m->config->default_group ? m->config->default_group : "/";
@@ -230,10 +278,11 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 return op_fail(error, OP_PERMISSION_DENIED, "group %s does not allow uid %u (see its users: list)",
                                g->path, (unsigned) req->caller.uid);
         }
-        if ((req->flags & EDFD_ADMIT_MOVE) && req->caller.uid != 0) {
+        if ((req->flags & EDFD_ADMIT_MOVE) && req->caller.uid != 0 && !req->may_move) {
                 sched_target_done(&t);
                 return op_fail(error, OP_PERMISSION_DENIED,
-                               "moving a process into edfd's cgroups (flag 4) is for root only");
+                               "moving a process into edfd's cgroups (flag 4) needs root or polkit's "
+                               "org.edfd.Admission1.manage: it would leave its user slice's limits");
         }
         if ((req->flags & EDFD_ADMIT_MOVE) && (!g->cgroup || !m->cgroups_usable)) {
                 sched_target_done(&t);
@@ -251,6 +300,17 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                                "thread %" PRIu32 " is SCHED_DEADLINE already (%s/%s), set outside edfd", tid,
                                duration_format(si.runtime, (char[DURATION_MAX]) {}),
                                duration_format(si.period, (char[DURATION_MAX]) {}));
+        }
+
+        /* Per-user limits, charged to the thread's owner, for callers other than root. */
+        if (req->caller.uid != 0) {
+                UserLimits lim = limits_of(m, owner, NULL);
+                uint64_t bw = 0;
+                (void) bw_of(p.runtime, p.period, &bw);
+                if (user_limits_check(m->tree, owner, &lim, bw, 1, &rf) != 0) {
+                        sched_target_done(&t);
+                        return op_limit(error, owner, &rf);
+                }
         }
 
         /* Decide. */
@@ -326,6 +386,14 @@ int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *par
                 return op_fail(error, OP_PERMISSION_DENIED, "reservation %" PRIu64 " is not yours", id);
         t = target_get(m, id);
         old = res->params;
+        if (c->uid != 0) {
+                DlParams np = *params;
+                UserLimits lim = limits_of(m, res->uid, NULL);
+                uint64_t bw;
+                if (dl_params_check(&np, &m->tree->limits) == PARAMS_OK && bw_of(np.runtime, np.period, &bw) == 0 &&
+                    bw > res->bw && user_limits_check(m->tree, res->uid, &lim, bw - res->bw, 0, &rf) != 0)
+                        return op_limit(error, res->uid, &rf);
+        }
         r = reservation_update(m->tree, res, params, &rf);
         if (r < 0)
                 return op_errno(error, r, "update");
@@ -849,8 +917,19 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
         }
         if (!donor)
                 return;
-        if ((is_thread ? donor->group->threads : donor->group->fork) == FORK_NONE)
+        ForkPolicy policy = is_thread ? donor->group->threads : donor->group->fork;
+        if (policy == FORK_NONE)
                 return;
+        /* The owner's limits apply to children too: a full copy (inherit) only within them, and a
+         * split only within the owner's number of reservations. */
+        UserLimits lim = limits_of(m, donor->uid, NULL);
+        if (policy == FORK_INHERIT && user_limits_check(m->tree, donor->uid, &lim, donor->bw, 1, NULL) != 0)
+                policy = FORK_SPLIT;
+        if (user_limits_check(m->tree, donor->uid, &lim, 0, 1, &rf) != 0) {
+                log_debug("New %s %d stays SCHED_OTHER: its owner's reservation limit is reached",
+                          is_thread ? "thread" : "process", ev->pid);
+                return;
+        }
         dt = target_get(m, donor->id);
         if (!dt)
                 return;
@@ -858,8 +937,8 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
         if (r < 0)
                 return; /* the child is gone already: the donor keeps everything */
 
-        r = reservation_split(m->tree, donor, is_thread, (uint32_t) ev->tgid, (uint32_t) ev->pid, t.start_time,
-                              &child, &old, &rf);
+        r = reservation_split_as(m->tree, donor, policy, (uint32_t) ev->tgid, (uint32_t) ev->pid, t.start_time,
+                                 &child, &old, &rf);
         if (r != 0) {
                 char buf[256];
                 log_debug("No reservation for new %s %d: %s", is_thread ? "thread" : "process", ev->pid,
@@ -1235,6 +1314,11 @@ Manager *manager_free(Manager *m) {
                         free(t);
                 }
         hashmap_done(&m->targets);
+        for (size_t i = 0; i < m->rates.n_slots; i++)
+                if (m->rates.slots[i].key)
+                        free(m->rates.slots[i].value);
+        hashmap_done(&m->rates);
+        authz_polkit_done(&m->polkit);
         authz_cache_done(&m->creds);
         tree_free(m->tree);
         conf_free(m->config);

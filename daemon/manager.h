@@ -17,6 +17,7 @@
 #include "conf.h"
 #include "hashmap.h"
 #include "procmon.h"
+#include "rate.h"
 #include "state.h"
 #include "tree.h"
 
@@ -70,6 +71,8 @@ typedef struct Manager {
 
         Hashmap targets;           /* reservation id -> SchedTarget * */
         CredsCache creds;
+        PolkitRegistry polkit;
+        Hashmap rates;             /* caller uid + 1 -> RateWindow * */
 
         int procmon_fd;
         ProcmonStats pstats;
@@ -96,6 +99,7 @@ typedef struct AdmitRequest {
         DlParams params;
         uint64_t flags;
         Caller caller;
+        bool may_move;             /* root, or polkit's manage action allowed it */
 } AdmitRequest;
 
 int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError *error);
@@ -111,6 +115,8 @@ int manager_resync(Manager *m, const char *why);
 
 /* Whether caller may act on r (root, or the owner). */
 bool manager_may_touch(const Manager *m, const Caller *c, const Reservation *r);
+/* Count a request of a non-root caller against its rate limit: 0, or -1 with *error filled. */
+int manager_rate_check(Manager *m, const Caller *c, OpError *error);
 
 /* Bus side (manager-bus.c). */
 int manager_bus_register(Manager *m);

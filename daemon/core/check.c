@@ -55,6 +55,46 @@ static int check_reservation(const Tree *t, const Group *g, const Reservation *r
         return 0;
 }
 
+/* Recompute what each owner holds and compare with by_uid. */
+static int check_usage(const Tree *t, char *buf, size_t size) {
+        Hashmap seen = HASHMAP_INIT;
+        UserUsage *sums = calloc(t->n_reservations + 1, sizeof(UserUsage));
+        size_t n_users = 0;
+        int k = 0;
+
+        if (!sums)
+                return -ENOMEM;
+        for (const Reservation *r = reservation_next(t, NULL); r; r = reservation_next(t, r)) {
+                uintptr_t i = (uintptr_t) hashmap_get(&seen, (uint64_t) r->uid + 1);
+                if (i == 0) {
+                        if (hashmap_put(&seen, (uint64_t) r->uid + 1, (void *) (uintptr_t) (n_users + 1)) < 0) {
+                                k = -ENOMEM;
+                                goto finish;
+                        }
+                        sums[n_users].uid = r->uid;
+                        i = ++n_users;
+                }
+                sums[i - 1].n++;
+                sums[i - 1].bw += r->bw;
+        }
+        if (n_users != t->by_uid.n_items) {
+                k = fail(buf, size, "%zu owners hold reservations, usage index has %zu", n_users, t->by_uid.n_items);
+                goto finish;
+        }
+        for (size_t i = 0; i < n_users; i++) {
+                UserUsage u = tree_user_usage(t, sums[i].uid);
+                if (u.n != sums[i].n || u.bw != sums[i].bw) {
+                        k = fail(buf, size, "uid %" PRIu32 ": usage says %zu reservations / %" PRIu64 ", they sum to %zu / %" PRIu64,
+                                 sums[i].uid, u.n, u.bw, sums[i].n, sums[i].bw);
+                        goto finish;
+                }
+        }
+finish:
+        hashmap_done(&seen);
+        free(sums);
+        return k;
+}
+
 int tree_check(const Tree *t, char *buf, size_t size) {
         size_t n_groups = 0, n_res = 0, n_pids = 0;
         int k;
@@ -124,5 +164,5 @@ int tree_check(const Tree *t, char *buf, size_t size) {
                             t->n_reservations, t->by_id.n_items, t->by_tid.n_items);
         if (n_pids != t->by_pid.n_items)
                 return fail(buf, size, "%zu processes found, index has %zu", n_pids, t->by_pid.n_items);
-        return 0;
+        return check_usage(t, buf, size);
 }

@@ -45,6 +45,7 @@ const char *admit_outcome_to_string(AdmitOutcome o) {
                 [ADMIT_IS_ROOT] = "IS_ROOT",
                 [ADMIT_FORK_NONE] = "FORK_NONE",
                 [ADMIT_SPLIT_TOO_SMALL] = "SPLIT_TOO_SMALL",
+                [ADMIT_LIMIT_EXCEEDED] = "LIMIT_EXCEEDED",
         };
         if ((unsigned) o >= _ADMIT_MAX)
                 return "UNKNOWN";
@@ -111,6 +112,16 @@ char *refusal_format(const Refusal *r, char *buf, size_t size) {
                          duration_format(r->need, c), duration_format(r->min, a));
                 break;
         }
+        case ADMIT_LIMIT_EXCEEDED:
+                if (r->limit && strcmp(r->limit, "reservations") == 0)
+                        snprintf(buf, size, "per-user limit of %" PRIu64 " reservations reached (%" PRIu64 " held)", r->min,
+                                 r->have);
+                else {
+                        char c[DURATION_MAX];
+                        snprintf(buf, size, "per-user bandwidth limit %s: %s held, request needs %s", bw_format(r->min, c),
+                                 bw_format(r->have, a), bw_format_up(r->need, b));
+                }
+                break;
         default:
                 snprintf(buf, size, "refused");
         }
@@ -327,6 +338,10 @@ Tree *tree_free(Tree *t) {
         hashmap_done(&t->by_id);
         hashmap_done(&t->by_tid);
         hashmap_done(&t->by_pid);
+        for (size_t i = 0; i < t->by_uid.n_slots; i++)
+                if (t->by_uid.slots[i].key)
+                        free(t->by_uid.slots[i].value);
+        hashmap_done(&t->by_uid);
         free(t);
         return NULL;
 }
@@ -465,6 +480,73 @@ int group_remove(Tree *t, Group *g, Refusal *ret_refusal) {
         return 0;
 }
 
+/* --- per-user usage --- */
+
+static uint64_t uid_key(uint32_t uid) {
+        return (uint64_t) uid + 1;
+}
+
+UserUsage tree_user_usage(const Tree *t, uint32_t uid) {
+        const UserUsage *u = hashmap_get(&t->by_uid, uid_key(uid));
+
+        return u ? *u : (UserUsage) { .uid = uid };
+}
+
+int user_limits_check(const Tree *t, uint32_t uid, const UserLimits *limits, uint64_t add_bw, size_t add_n,
+                      Refusal *ret_refusal) {
+        UserUsage u = tree_user_usage(t, uid);
+        uint64_t bw;
+
+        if (add_n > 0 && limits->reservations != UINT64_MAX && (uint64_t) u.n + add_n > limits->reservations) {
+                if (ret_refusal)
+                        *ret_refusal = (Refusal) { .outcome = ADMIT_LIMIT_EXCEEDED, .limit = "reservations",
+                                                   .have = u.n, .need = add_n, .min = limits->reservations };
+                return ADMIT_LIMIT_EXCEEDED;
+        }
+        if (add_bw > 0 && limits->bandwidth != UINT64_MAX &&
+            (__builtin_add_overflow(u.bw, add_bw, &bw) || bw > limits->bandwidth)) {
+                if (ret_refusal)
+                        *ret_refusal = (Refusal) { .outcome = ADMIT_LIMIT_EXCEEDED, .limit = "bandwidth", .have = u.bw,
+                                                   .need = add_bw, .min = limits->bandwidth };
+                return ADMIT_LIMIT_EXCEEDED;
+        }
+        return 0;
+}
+
+/* Charge (or with negative n, credit) uid. The entry is made before the books change (so this
+ * cannot fail once they do: see usage_reserve) and dropped when it holds nothing. */
+static int usage_reserve(Tree *t, uint32_t uid) {
+        UserUsage *u;
+
+        if (hashmap_get(&t->by_uid, uid_key(uid)))
+                return 0;
+        u = calloc(1, sizeof(UserUsage));
+        if (!u)
+                return -ENOMEM;
+        u->uid = uid;
+        if (hashmap_put(&t->by_uid, uid_key(uid), u) < 0) {
+                free(u);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+static void usage_add(Tree *t, uint32_t uid, int n, uint64_t add_bw, uint64_t sub_bw) {
+        UserUsage *u = hashmap_get(&t->by_uid, uid_key(uid));
+
+        if (!u)
+                return; /* reserved beforehand: cannot happen */
+        if (n < 0)
+                u->n -= (size_t) -n;
+        else
+                u->n += (size_t) n;
+        u->bw = u->bw + add_bw - sub_bw;
+        if (u->n == 0) {
+                hashmap_remove(&t->by_uid, uid_key(uid));
+                free(u);
+        }
+}
+
 /* --- reservations --- */
 
 Reservation *tree_find_reservation(const Tree *t, uint64_t id) {
@@ -505,8 +587,8 @@ Reservation *reservation_next(const Tree *t, const Reservation *r) {
         return NULL;
 }
 
-static int indexes_reserve(Tree *t) {
-        if (hashmap_reserve(&t->by_id, t->n_reservations + 1) < 0 ||
+static int indexes_reserve(Tree *t, uint32_t uid) {
+        if (usage_reserve(t, uid) < 0 || hashmap_reserve(&t->by_id, t->n_reservations + 1) < 0 ||
             hashmap_reserve(&t->by_tid, t->n_reservations + 1) < 0 ||
             hashmap_reserve(&t->by_pid, t->n_reservations + 1) < 0)
                 return -ENOMEM;
@@ -525,6 +607,7 @@ static void reservation_link(Tree *t, Reservation *r) {
         g->last_reservation = r;
         g->n_reservations++;
         g->allocated += r->bw;
+        usage_add(t, r->uid, +1, r->bw, 0);
 
         (void) hashmap_put(&t->by_id, r->id, r);
         (void) hashmap_put(&t->by_tid, key_of(r->tid), r);
@@ -555,6 +638,7 @@ static void reservation_unlink(Tree *t, Reservation *r) {
                 g->last_reservation = r->group_prev;
         g->n_reservations--;
         g->allocated -= r->bw;
+        usage_add(t, r->uid, -1, 0, r->bw);
 
         hashmap_remove(&t->by_id, r->id);
         hashmap_remove(&t->by_tid, key_of(r->tid));
@@ -609,7 +693,7 @@ int reservation_admit(Tree *t, Group *g, const ReservationSpec *spec, Reservatio
         if (!group_has_room(t, g, 0, bw))
                 return refuse_budget(ret_refusal, t, g, bw);
 
-        if (indexes_reserve(t) < 0)
+        if (indexes_reserve(t, spec->uid) < 0)
                 return -ENOMEM;
         r = calloc(1, sizeof(Reservation));
         if (!r)
@@ -648,6 +732,7 @@ void reservation_release(Tree *t, Reservation *r, ReleaseEffect *ret_effect) {
                         e.donor = d;
                         e.donor_old = d->params;
                         g->allocated = g->allocated - d->bw + bw;
+                        usage_add(t, d->uid, 0, bw, d->bw);
                         d->params.runtime = runtime;
                         d->bw = bw;
                 }
@@ -668,6 +753,7 @@ int reservation_update(Tree *t, Reservation *r, const DlParams *params, Refusal 
         if (bw > r->bw && !group_has_room(t, r->group, r->bw, bw))
                 return refuse_budget(ret_refusal, t, r->group, bw);
         r->group->allocated = r->group->allocated - r->bw + bw;
+        usage_add(t, r->uid, 0, bw, r->bw);
         r->params = p;
         r->bw = bw;
         return 0;
@@ -676,8 +762,14 @@ int reservation_update(Tree *t, Reservation *r, const DlParams *params, Refusal 
 int reservation_split(Tree *t, Reservation *donor, bool is_thread, uint32_t child_pid, uint32_t child_tid,
                       uint64_t child_start_time, Reservation **ret_child, DlParams *ret_donor_old,
                       Refusal *ret_refusal) {
+        return reservation_split_as(t, donor, is_thread ? donor->group->threads : donor->group->fork, child_pid,
+                                    child_tid, child_start_time, ret_child, ret_donor_old, ret_refusal);
+}
+
+int reservation_split_as(Tree *t, Reservation *donor, ForkPolicy policy, uint32_t child_pid, uint32_t child_tid,
+                         uint64_t child_start_time, Reservation **ret_child, DlParams *ret_donor_old,
+                         Refusal *ret_refusal) {
         Group *g = donor->group;
-        ForkPolicy policy = is_thread ? g->threads : g->fork;
         DlParams old = donor->params, half;
         uint64_t donor_bw, child_bw;
         Reservation *c, *other;
@@ -689,7 +781,7 @@ int reservation_split(Tree *t, Reservation *donor, bool is_thread, uint32_t chil
                 return refuse(ret_refusal, ADMIT_ALREADY_ADMITTED, g->path, other->id, 0);
         if (t->next_id == UINT64_MAX)
                 return -EOVERFLOW;
-        if (indexes_reserve(t) < 0)
+        if (indexes_reserve(t, donor->uid) < 0)
                 return -ENOMEM;
         c = calloc(1, sizeof(Reservation));
         if (!c)
@@ -725,6 +817,7 @@ int reservation_split(Tree *t, Reservation *donor, bool is_thread, uint32_t chil
         (void) bw_of(donor->params.runtime - half.runtime, half.period, &donor_bw);
 
         g->allocated = g->allocated - donor->bw + donor_bw;
+        usage_add(t, donor->uid, 0, donor_bw, donor->bw);
         donor->params.runtime -= half.runtime;
         donor->bw = donor_bw;
         c->params = half;
@@ -749,6 +842,6 @@ size_t tree_memory(const Tree *t) {
         }
         m += t->n_reservations * sizeof(Reservation);
         m += hashmap_memory(&t->groups) + hashmap_memory(&t->by_id) + hashmap_memory(&t->by_tid) +
-             hashmap_memory(&t->by_pid);
+             hashmap_memory(&t->by_pid) + hashmap_memory(&t->by_uid) + t->by_uid.n_items * sizeof(UserUsage);
         return m;
 }

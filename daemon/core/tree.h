@@ -64,6 +64,7 @@ typedef enum AdmitOutcome {
         ADMIT_IS_ROOT,            /* the root cannot be removed or resized */
         ADMIT_FORK_NONE,          /* the group's fork/threads policy is none */
         ADMIT_SPLIT_TOO_SMALL,    /* half the donor's runtime is below the minimum split */
+        ADMIT_LIMIT_EXCEEDED,     /* the owner's per-user limit (Refusal.limit names which) */
         _ADMIT_MAX,
 } AdmitOutcome;
 
@@ -80,7 +81,8 @@ typedef struct Refusal {
         const char *name;        /* group path or NULL */
         uint64_t have;           /* free bandwidth (OVER_BUDGET), allocated (BELOW_ALLOCATED), ... */
         uint64_t need;           /* what the request needs */
-        uint64_t min;            /* minimum split runtime (SPLIT_TOO_SMALL) */
+        uint64_t min;            /* minimum split runtime (SPLIT_TOO_SMALL), the limit (LIMIT_EXCEEDED) */
+        const char *limit;       /* LIMIT_EXCEEDED: "bandwidth" or "reservations" */
 } Refusal;
 
 /* A sentence for a refusal: "audio: 12.5% free, request needs 20.0%". Returns buf. */
@@ -147,12 +149,28 @@ struct Reservation {
         uint64_t donor;                       /* id of the donor, or 0 */
 };
 
+/* What one owner holds, kept up to date by every operation so that per-user limits cost O(1). */
+typedef struct UserUsage {
+        uint32_t uid;
+        size_t n;                    /* reservations */
+        uint64_t bw;                 /* their bandwidth */
+} UserUsage;
+
+/* A per-user limit; UINT64_MAX means none. */
+typedef struct UserLimits {
+        uint64_t bandwidth;
+        uint64_t reservations;
+} UserLimits;
+
+#define USER_LIMITS_NONE ((UserLimits) { UINT64_MAX, UINT64_MAX })
+
 typedef struct Tree {
         Group *root;
         Hashmap groups;              /* hash_string(path) -> Group chain */
         Hashmap by_id;               /* id -> Reservation */
         Hashmap by_tid;              /* tid -> Reservation */
         Hashmap by_pid;              /* pid -> first Reservation of the process (chained by proc_next) */
+        Hashmap by_uid;              /* uid -> UserUsage */
         uint64_t next_id;
         uint64_t capacity;           /* root bandwidth before unmanaged */
         uint64_t unmanaged;          /* bandwidth held by deadline threads edfd does not manage */
@@ -231,10 +249,23 @@ int reservation_update(Tree *t, Reservation *r, const DlParams *params, Refusal 
 int reservation_split(Tree *t, Reservation *donor, bool is_thread, uint32_t child_pid, uint32_t child_tid,
                       uint64_t child_start_time, Reservation **ret_child, DlParams *ret_donor_old,
                       Refusal *ret_refusal);
+/* The same with the policy given by the caller (e.g. FORK_SPLIT where the owner's limits leave no
+ * room for FORK_INHERIT). */
+int reservation_split_as(Tree *t, Reservation *donor, ForkPolicy policy, uint32_t child_pid, uint32_t child_tid,
+                         uint64_t child_start_time, Reservation **ret_child, DlParams *ret_donor_old,
+                         Refusal *ret_refusal);
 
 /* Every reservation: start with reservation_next(t, NULL); group by group in pre-order, each
  * group's in admission order. NULL after the last. */
 Reservation *reservation_next(const Tree *t, const Reservation *r);
+
+/* What uid holds now; never NULL (a zero usage for an owner without reservations). */
+UserUsage tree_user_usage(const Tree *t, uint32_t uid);
+/* Whether uid may take add_bw more bandwidth and add_n more reservations under limits. Returns 0
+ * or ADMIT_LIMIT_EXCEEDED with Refusal.limit naming the limit, have = held, need = requested,
+ * min = the limit. Changes nothing. */
+int user_limits_check(const Tree *t, uint32_t uid, const UserLimits *limits, uint64_t add_bw, size_t add_n,
+                      Refusal *ret_refusal);
 
 Reservation *tree_find_reservation(const Tree *t, uint64_t id);
 Reservation *tree_find_thread(const Tree *t, uint32_t tid);

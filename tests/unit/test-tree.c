@@ -9,6 +9,7 @@
 
 #include "bandwidth.h"
 #include "duration.h"
+#include "rate.h"
 #include "tree.h"
 
 #define US NSEC_PER_USEC
@@ -218,6 +219,7 @@ Test(tree, outcome_strings) {
                 [ADMIT_IS_ROOT] = "IS_ROOT",
                 [ADMIT_FORK_NONE] = "FORK_NONE",
                 [ADMIT_SPLIT_TOO_SMALL] = "SPLIT_TOO_SMALL",
+                [ADMIT_LIMIT_EXCEEDED] = "LIMIT_EXCEEDED",
         };
 
         for (int i = 0; i < _ADMIT_MAX; i++) {
@@ -1627,4 +1629,125 @@ Test(tree, readopt_largest_ids) {
                         cr_expect_lt(r, 0, "a clean error, not a refusal: %d", r);
                 tree_free(t);
         }
+}
+
+/* --- per-user usage and limits --- */
+
+
+Test(limits, usage_follows_every_operation) {
+        Tree *t = NULL;
+        Group *g = NULL;
+        Reservation *a = NULL, *b = NULL, *c = NULL;
+        DlParams old;
+        Refusal rf;
+        char buf[256];
+        uint64_t bw10;
+
+        cr_assert_eq(tree_new(&t, 2 * BW_UNIT, NULL, FORK_SPLIT, FORK_SPLIT, 1024), 0);
+        GroupSpec gs = { .runtime = 50 * NSEC_PER_MSEC, .period = 100 * NSEC_PER_MSEC, .fork = _FORK_POLICY_UNSET,
+                         .threads = _FORK_POLICY_UNSET };
+        cr_assert_eq(group_create(t, "g", &gs, &g, &rf), 0);
+        cr_assert_eq(bw_of(10 * NSEC_PER_MSEC, 100 * NSEC_PER_MSEC, &bw10), 0);
+
+        ReservationSpec s = { .pid = 10, .tid = 10, .uid = 1000,
+                              .params = { .runtime = 10 * NSEC_PER_MSEC, .period = 100 * NSEC_PER_MSEC } };
+        cr_assert_eq(reservation_admit(t, g, &s, &a, &rf), 0);
+        s.tid = 11;
+        s.uid = 1001;
+        cr_assert_eq(reservation_admit(t, g, &s, &b, &rf), 0);
+        cr_assert_eq(tree_user_usage(t, 1000).n, 1);
+        cr_assert_eq(tree_user_usage(t, 1000).bw, bw10);
+        cr_assert_eq(tree_user_usage(t, 1001).n, 1);
+        cr_assert_eq(tree_user_usage(t, 4242).n, 0);
+        cr_assert_eq(tree_check(t, buf, sizeof buf), 0, "%s", buf);
+
+        /* A split keeps the owner's total (or one unit less), and charges the child to the owner. */
+        cr_assert_eq(reservation_split(t, a, false, 20, 20, 0, &c, &old, &rf), 0);
+        cr_assert_eq(c->uid, 1000);
+        cr_assert_eq(tree_user_usage(t, 1000).n, 2);
+        cr_assert_leq(tree_user_usage(t, 1000).bw, bw10);
+        cr_assert_eq(tree_check(t, buf, sizeof buf), 0, "%s", buf);
+        reservation_release(t, c, NULL);
+        cr_assert_eq(tree_user_usage(t, 1000).n, 1);
+        cr_assert_eq(tree_user_usage(t, 1000).bw, bw10);
+
+        DlParams p = { .runtime = 20 * NSEC_PER_MSEC, .period = 100 * NSEC_PER_MSEC };
+        cr_assert_eq(reservation_update(t, a, &p, &rf), 0);
+        cr_assert_gt(tree_user_usage(t, 1000).bw, bw10);
+        cr_assert_eq(tree_check(t, buf, sizeof buf), 0, "%s", buf);
+
+        reservation_release(t, a, NULL);
+        reservation_release(t, b, NULL);
+        cr_assert_eq(tree_user_usage(t, 1000).n, 0);
+        cr_assert_eq(tree_user_usage(t, 1000).bw, 0);
+        cr_assert_eq(t->by_uid.n_items, 0);
+        cr_assert_eq(tree_check(t, buf, sizeof buf), 0, "%s", buf);
+        tree_free(t);
+}
+
+Test(limits, check_refuses_with_numbers) {
+        Tree *t = NULL;
+        Group *g = NULL;
+        Refusal rf;
+        char buf[256];
+        uint64_t bw10;
+
+        cr_assert_eq(tree_new(&t, 2 * BW_UNIT, NULL, FORK_SPLIT, FORK_NONE, 1024), 0);
+        GroupSpec gs = { .runtime = 90 * NSEC_PER_MSEC, .period = 100 * NSEC_PER_MSEC, .fork = _FORK_POLICY_UNSET,
+                         .threads = _FORK_POLICY_UNSET };
+        cr_assert_eq(group_create(t, "g", &gs, &g, &rf), 0);
+        cr_assert_eq(bw_of(10 * NSEC_PER_MSEC, 100 * NSEC_PER_MSEC, &bw10), 0);
+        ReservationSpec s = { .pid = 10, .tid = 10, .uid = 1000,
+                              .params = { .runtime = 10 * NSEC_PER_MSEC, .period = 100 * NSEC_PER_MSEC } };
+        cr_assert_eq(reservation_admit(t, g, &s, NULL, &rf), 0);
+
+        UserLimits two = { .bandwidth = 2 * bw10 + 1, .reservations = 2 };
+        cr_assert_eq(user_limits_check(t, 1000, &two, bw10, 1, &rf), 0);
+        cr_assert_eq(user_limits_check(t, 1000, &two, 2 * bw10, 1, &rf), ADMIT_LIMIT_EXCEEDED);
+        cr_assert_str_eq(rf.limit, "bandwidth");
+        cr_assert_eq(rf.have, bw10);
+        cr_assert_eq(rf.need, 2 * bw10);
+        cr_assert_eq(rf.min, two.bandwidth);
+        refusal_format(&rf, buf, sizeof buf);
+        cr_assert(strstr(buf, "bandwidth limit 20%") && strstr(buf, "10% held") && strstr(buf, "needs 20%"), "%s", buf);
+
+        UserLimits one = { .bandwidth = UINT64_MAX, .reservations = 1 };
+        cr_assert_eq(user_limits_check(t, 1000, &one, 1, 1, &rf), ADMIT_LIMIT_EXCEEDED);
+        cr_assert_str_eq(rf.limit, "reservations");
+        refusal_format(&rf, buf, sizeof buf);
+        cr_assert(strstr(buf, "limit of 1 reservations reached (1 held)"), "%s", buf);
+        /* An update adds bandwidth but no reservation. */
+        cr_assert_eq(user_limits_check(t, 1000, &one, bw10, 0, &rf), 0);
+        /* Another user is not charged for uid 1000. */
+        cr_assert_eq(user_limits_check(t, 1001, &one, bw10, 1, &rf), 0);
+        UserLimits none = USER_LIMITS_NONE;
+        cr_assert_eq(user_limits_check(t, 1000, &none, UINT64_MAX, 1000000, &rf), 0);
+        /* Overflow of held + asked is a refusal, not a wrap. */
+        UserLimits big = { .bandwidth = UINT64_MAX - 1, .reservations = UINT64_MAX };
+        cr_assert_eq(user_limits_check(t, 1000, &big, UINT64_MAX - 2, 0, &rf), ADMIT_LIMIT_EXCEEDED);
+        tree_free(t);
+}
+
+Test(limits, rate_window) {
+        RateWindow w = {};
+
+        /* No limit. */
+        for (int i = 0; i < 100; i++)
+                cr_assert(rate_window_allow(&w, (uint64_t) i, 0, 10));
+        w = (RateWindow) {};
+        cr_assert(rate_window_allow(&w, 1000, 3, 100));
+        cr_assert(rate_window_allow(&w, 1001, 3, 100));
+        cr_assert(rate_window_allow(&w, 1099, 3, 100));
+        cr_assert_not(rate_window_allow(&w, 1099, 3, 100));   /* fourth in the window */
+        cr_assert_not(rate_window_allow(&w, 1099, 3, 100));   /* refusals are not counted, still full */
+        cr_assert(rate_window_allow(&w, 1100, 3, 100));       /* the window closed at 1000 + 100 */
+        cr_assert_eq(w.start, 1100);
+        cr_assert_eq(w.count, 1);
+        /* A clock that went back opens a new window rather than wrapping. */
+        cr_assert(rate_window_allow(&w, 5, 3, 100));
+        cr_assert_eq(w.start, 5);
+        /* Extreme values. */
+        w = (RateWindow) {};
+        cr_assert(rate_window_allow(&w, UINT64_MAX, 1, UINT64_MAX));
+        cr_assert_not(rate_window_allow(&w, UINT64_MAX, 1, UINT64_MAX));
 }
