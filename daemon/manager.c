@@ -7,6 +7,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
@@ -153,9 +155,13 @@ static void notify_status(Manager *m) {
         char a[DURATION_MAX], b[DURATION_MAX];
         size_t n_groups = m->tree->n_groups - 1;
 
-        sd_notifyf(false, "STATUS=%zu reservations in %zu groups, %s of %s allocated%s", m->tree->n_reservations,
-                   n_groups, bw_format(m->tree->root->allocated, a), bw_format(m->tree->root->bw, b),
-                   tree_overcommitted(m->tree) ? " (OVERCOMMITTED: admissions refused)" : "");
+        sd_notifyf(false,
+                   "STATUS=%zu reservations in %zu groups, %s of %s allocated%s; events %" PRIu64 " seen, %" PRIu64
+                   " lost, %" PRIu64 " resyncs, %" PRIu64 " unseen children",
+                   m->tree->n_reservations, n_groups, bw_format(m->tree->root->allocated, a),
+                   bw_format(m->tree->root->bw, b),
+                   tree_overcommitted(m->tree) ? " (OVERCOMMITTED: admissions refused)" : "", m->events_seen,
+                   m->events_lost, m->resyncs, m->unseen_children);
 }
 
 /* --- operations --- */
@@ -851,6 +857,58 @@ static bool same_params(const SchedInfo *si, const DlParams *p) {
                si->period == p->period;
 }
 
+/* Clock ticks since boot, the unit of /proc start times. */
+static uint64_t boot_ticks(void) {
+        struct timespec ts;
+        long hz = sysconf(_SC_CLK_TCK);
+
+        clock_gettime(CLOCK_BOOTTIME, &ts);
+        return (uint64_t) ts.tv_sec * (uint64_t) (hz > 0 ? hz : 100) +
+               (uint64_t) ts.tv_nsec / (NSEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100));
+}
+
+/* After lost events: children of admitted threads that were born since the last look and hold no
+ * reservation although their group's policy would have raised them. They stay SCHED_OTHER (edfd
+ * cannot know what the donor looked like when they forked) and are counted. */
+static void count_unseen_children(Manager *m) {
+        uint64_t since = m->last_look_ticks;
+        DIR *proc;
+        struct dirent *de;
+
+        m->last_look_ticks = boot_ticks();
+        if (m->tree->n_reservations == 0 || !(proc = opendir("/proc")))
+                return;
+        while ((de = readdir(proc))) {
+                char path[300], buf[1024];
+                const Reservation *parent;
+                uint64_t start;
+                int ppid = 0, fd;
+                ssize_t n;
+                char *p;
+
+                if (de->d_name[0] < '0' || de->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue;
+                n = read(fd, buf, sizeof buf - 1);
+                close(fd);
+                if (n <= 0)
+                        continue;
+                buf[n] = '\0';
+                p = strrchr(buf, ')');
+                if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1 || ppid <= 0)
+                        continue;
+                parent = tree_find_process(m->tree, (uint32_t) ppid);
+                if (!parent || parent->group->fork == FORK_NONE || tree_find_process(m->tree, (uint32_t) atoi(de->d_name)))
+                        continue;
+                if (sched_parse_start_time(buf, (size_t) n, &start) == 0 && start >= since)
+                        m->unseen_children++;
+        }
+        closedir(proc);
+}
+
 int manager_resync(Manager *m, const char *why) {
         Reservation *res, *next;
         char buf[512];
@@ -1012,8 +1070,10 @@ static int on_procmon(sd_event_source *s, int fd, uint32_t revents, void *userda
                                 handle_exit(m, &ev[i]);
                 }
         }
-        if (overflow)
+        if (overflow) {
+                count_unseen_children(m);
                 manager_resync(m, "events lost");
+        }
         return 0;
 }
 
@@ -1220,6 +1280,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 log_warning("Cannot listen to the proc connector (%s): forks and exits are seen only by the "
                             "periodic resync",
                             strerror(-r));
+        m->last_look_ticks = boot_ticks();
         adopt(m, &loaded);
         state_loaded_done(&loaded);
         capacity_refresh(m);

@@ -77,6 +77,7 @@ typedef struct Manager {
         int procmon_fd;
         ProcmonStats pstats;
         uint64_t events_seen, events_lost, resyncs, unseen_children;
+        uint64_t last_look_ticks;  /* boot time (clock ticks) of the last look for unseen children */
 
         bool stopping;
 } Manager;
