@@ -99,7 +99,11 @@ int bus_call_failed(const sd_bus_error *error, int r, const char *what) {
                 int e = sd_bus_error_get_errno(error);
                 for (size_t i = 0; i < ELEMENTSOF(edfd_errors); i++)
                         if (edfd_errors[i].errnum == e) {
-                                if (msg)
+                                /* The daemon's message may begin with the same words already. */
+                                size_t n = strlen(edfd_errors[i].what);
+                                if (msg && strncmp(msg, edfd_errors[i].what, n) == 0 && msg[n] == ':')
+                                        fprintf(stderr, "edfctl: %s\n", msg);
+                                else if (msg)
                                         fprintf(stderr, "edfctl: %s: %s\n", edfd_errors[i].what, msg);
                                 else
                                         fprintf(stderr, "edfctl: %s (%s)\n", edfd_errors[i].what, name);

@@ -469,10 +469,18 @@ static int json_add(json_object *o, const char *key, json_object *value) {
 
 #define JSON_ADD(o, key, value, r) ((r) = (r) ?: json_add((o), (key), (value)))
 
+/* ListGroups says "" for anyone (JSON null) and "-" for nobody but root (an empty list). */
 static int json_users(const char *users, json_object **ret) {
-        json_object *a = json_object_new_array();
+        json_object *a;
         const char *p = users;
 
+        if (!*users) {
+                *ret = NULL;
+                return 0;
+        }
+        if (strcmp(users, "-") == 0)
+                p = "";
+        a = json_object_new_array();
         if (!a)
                 return -ENOMEM;
         while (*p) {

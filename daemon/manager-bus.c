@@ -308,6 +308,9 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
         for (const Group *g = m->tree->root; g; g = group_next_preorder(g)) {
                 char users[1024] = "";
                 size_t n = 0;
+                /* "" anyone, "-" nobody but root (no user name starts with "-"), else the names. */
+                if (g->users && !g->users[0])
+                        strcpy(users, "-");
                 for (char **u = g->users; u && *u && n < sizeof users - 1; u++)
                         n += (size_t) snprintf(users + n, sizeof users - n, "%s%s", n ? "," : "", *u);
                 r = sd_bus_message_append(reply, "(sttttuussssb)", g->path, g->runtime, g->period, g->bw, g->allocated,

@@ -18,7 +18,7 @@
  *       id, pid, tid, group, runtime, deadline, period, bandwidth, flags, split_from, uid
  *   ListGroups() -> a(sttttuussssb)
  *       path, runtime, period, bandwidth, allocated, reservations, groups, cgroup, fork, threads,
- *       users (comma-separated, "" = anyone), dynamic
+ *       users (comma-separated; "" = anyone, "-" = nobody but root), dynamic
  *   CreateGroup(s path, t runtime, t period)
  *   SetGroup(s path, t runtime, t period)
  *   RemoveGroup(s path)
@@ -31,7 +31,7 @@
  *   ReservationAdded(t id, u pid, u tid, s group, s reason)      reason: requested, split,
  *                                                                 inherited
  *   ReservationRemoved(t id, u pid, u tid, s group, s reason)    reason: requested, exited,
- *                                                                 vanished, changed, reload
+ *                                                                 vanished, changed
  *   ReservationChanged(t id, t runtime, t deadline, t period, s reason)
  *                                                                 reason: requested, split,
  *                                                                 returned

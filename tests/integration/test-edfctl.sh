@@ -462,7 +462,9 @@ for path, runtime, period, bw, alloc, nres, ngroups, cgroup, fork, threads, user
     assert g["bandwidth"] == bw / U and g["allocated"] == alloc / U and g["free"] == (bw - alloc) / U, path
     assert (g["reservations"], g["groups"], g["fork"], g["threads"], g["dynamic"]) == \
         (nres, ngroups, fork, threads, dynamic), path
-    assert (g["cgroup"] or "") == cgroup and ",".join(g["users"]) == users, path
+    # ListGroups: "" anyone (JSON null), "-" nobody but root (JSON []), else the names.
+    want_users = None if users == "" else [] if users == "-" else users.split(",")
+    assert (g["cgroup"] or "") == cgroup and g["users"] == want_users, path
 assert [r["id"] for r in st["reservations"]] == [r[0] for r in res]
 PY
         then ok "status --json: parsed back, equals ListGroups, ListReservations and the properties"; else not_ok "status --json: parsed back, equals ListGroups, ListReservations and the properties" "$out"; fi
