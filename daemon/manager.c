@@ -151,7 +151,7 @@ static void log_state_failure(int r) {
 
 /* --- status --- */
 
-static void notify_status(Manager *m) {
+static void send_status(Manager *m) {
         char a[DURATION_MAX], b[DURATION_MAX];
         size_t n_groups = m->tree->n_groups - 1;
 
@@ -162,6 +162,42 @@ static void notify_status(Manager *m) {
                    bw_format(m->tree->root->bw, b),
                    tree_overcommitted(m->tree) ? " (OVERCOMMITTED: admissions refused)" : "", m->events_seen,
                    m->events_lost, m->resyncs, m->unseen_children);
+}
+
+static int on_status_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        send_status(userdata);
+        return 0;
+}
+
+/* Tell systemd the new STATUS=, at most every STATUS_INTERVAL_USEC: a burst of admissions or a
+ * fork storm should not cost systemd a message each. */
+#define STATUS_INTERVAL_USEC (250 * UINT64_C(1000))
+static void notify_status(Manager *m) {
+        uint64_t now;
+        int r;
+
+        if (!m->event) {
+                send_status(m);
+                return;
+        }
+        if (m->status_timer) {
+                int enabled = SD_EVENT_OFF;
+                (void) sd_event_source_get_enabled(m->status_timer, &enabled);
+                if (enabled != SD_EVENT_OFF)
+                        return; /* one is due already */
+        }
+        (void) sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        if (!m->status_timer) {
+                r = sd_event_add_time(m->event, &m->status_timer, CLOCK_MONOTONIC, now + STATUS_INTERVAL_USEC, 0,
+                                      on_status_timer, m);
+                if (r < 0)
+                        send_status(m);
+                else
+                        (void) sd_event_source_set_enabled(m->status_timer, SD_EVENT_ONESHOT);
+                return;
+        }
+        (void) sd_event_source_set_time(m->status_timer, now + STATUS_INTERVAL_USEC);
+        (void) sd_event_source_set_enabled(m->status_timer, SD_EVENT_ONESHOT);
 }
 
 /* --- operations --- */
@@ -1346,7 +1382,7 @@ int manager_start(Manager *m) {
         /* Drain anything that happened while the state was read. */
         manager_resync(m, "start");
         sd_notify(false, "READY=1");
-        notify_status(m);
+        send_status(m);
         log_info("edfd " EDFD_VERSION " ready: %zu groups, %zu reservations", m->tree->n_groups - 1,
                  m->tree->n_reservations);
         return 0;
@@ -1364,6 +1400,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_unref(m->sighup);
         sd_event_source_unref(m->procmon_source);
         sd_event_source_unref(m->resync_timer);
+        sd_event_source_unref(m->status_timer);
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         if (m->procmon_fd >= 0)

@@ -52,7 +52,7 @@ typedef struct OpError {
 typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
-        sd_event_source *sigterm, *sigint, *sighup, *procmon_source, *resync_timer;
+        sd_event_source *sigterm, *sigint, *sighup, *procmon_source, *resync_timer, *status_timer;
 
         Tree *tree;
         Config *config;
