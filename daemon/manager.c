@@ -811,7 +811,7 @@ int manager_reload(Manager *m, OpError *error) {
                 Group *g = tree_find_group(t, res->group->path);
                 ReservationSpec spec = { .id = res->id, .pid = res->pid, .tid = res->tid, .uid = res->uid,
                                          .start_time = res->start_time, .params = res->params, .flags = res->flags,
-                                         .donor = res->donor };
+                                         .donor = res->donor, .donated = res->donated };
                 Refusal rf;
                 char buf[256];
 
@@ -903,46 +903,93 @@ static uint64_t boot_ticks(void) {
                (uint64_t) ts.tv_nsec / (NSEC_PER_SEC / (uint64_t) (hz > 0 ? hz : 100));
 }
 
-/* After lost events: children of admitted threads that were born since the last look and hold no
- * reservation although their group's policy would have raised them. They stay SCHED_OTHER (edfd
- * cannot know what the donor looked like when they forked) and are counted. */
-static void count_unseen_children(Manager *m) {
-        uint64_t since = m->last_look_ticks;
+/* A child edfd saw and decided to leave SCHED_OTHER: not "unseen" at the next look. */
+static void note_unraised(Manager *m, pid_t pid) {
+        (void) hashmap_put(&m->unraised, (uint64_t) pid + 1, (void *) (uintptr_t) 1);
+}
+
+static bool read_stat(const char *path, char *buf, size_t size, ssize_t *ret_n) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n;
+
+        if (fd < 0)
+                return false;
+        n = read(fd, buf, size - 1);
+        close(fd);
+        if (n <= 0)
+                return false;
+        buf[n] = '\0';
+        *ret_n = n;
+        return true;
+}
+
+/* One candidate: born since `since`, holds no reservation, was not seen and left alone. */
+static void count_if_unseen(Manager *m, const char *buf, ssize_t n, pid_t tid, uint64_t since) {
+        uint64_t start;
+
+        if (tree_find_thread(m->tree, (uint32_t) tid) || hashmap_get(&m->unraised, (uint64_t) tid + 1))
+                return;
+        if (sched_parse_start_time(buf, (size_t) n, &start) == 0 && start >= since)
+                m->unseen_children++;
+}
+
+/* After lost events, or a restart: children of admitted threads born since the last look (new
+ * processes whose parent is admitted, new threads of admitted processes) that hold no reservation
+ * although their group's policy would have raised them, and that edfd did not see and refuse. They
+ * stay SCHED_OTHER (edfd cannot know what the donor looked like when they were born) and are
+ * counted. */
+static void count_unseen_children(Manager *m, uint64_t since) {
         DIR *proc;
         struct dirent *de;
 
         m->last_look_ticks = boot_ticks();
-        if (m->tree->n_reservations == 0 || !(proc = opendir("/proc")))
-                return;
-        while ((de = readdir(proc))) {
-                char path[300], buf[1024];
-                const Reservation *parent;
-                uint64_t start;
-                int ppid = 0, fd;
-                ssize_t n;
-                char *p;
+        if (m->tree->n_reservations > 0 && (proc = opendir("/proc"))) {
+                while ((de = readdir(proc))) {
+                        char path[300], buf[1024];
+                        const Reservation *parent;
+                        int ppid = 0;
+                        ssize_t n;
+                        char *p;
+                        pid_t pid;
 
-                if (de->d_name[0] < '0' || de->d_name[0] > '9')
-                        continue;
-                snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-                fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        continue;
-                n = read(fd, buf, sizeof buf - 1);
-                close(fd);
-                if (n <= 0)
-                        continue;
-                buf[n] = '\0';
-                p = strrchr(buf, ')');
-                if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1 || ppid <= 0)
-                        continue;
-                parent = tree_find_process(m->tree, (uint32_t) ppid);
-                if (!parent || parent->group->fork == FORK_NONE || tree_find_process(m->tree, (uint32_t) atoi(de->d_name)))
-                        continue;
-                if (sched_parse_start_time(buf, (size_t) n, &start) == 0 && start >= since)
-                        m->unseen_children++;
+                        if (de->d_name[0] < '0' || de->d_name[0] > '9')
+                                continue;
+                        pid = (pid_t) atoi(de->d_name);
+                        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
+                        if (!read_stat(path, buf, sizeof buf, &n))
+                                continue;
+                        p = strrchr(buf, ')');
+                        if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1 || ppid <= 0)
+                                continue;
+
+                        /* New threads of an admitted process. */
+                        parent = tree_find_process(m->tree, (uint32_t) pid);
+                        if (parent && parent->group->threads != FORK_NONE) {
+                                DIR *task;
+                                struct dirent *te;
+                                snprintf(path, sizeof path, "/proc/%s/task", de->d_name);
+                                if ((task = opendir(path))) {
+                                        while ((te = readdir(task))) {
+                                                char tpath[600], tbuf[1024];
+                                                ssize_t tn;
+                                                if (te->d_name[0] < '0' || te->d_name[0] > '9' ||
+                                                    atoi(te->d_name) == pid)
+                                                        continue;
+                                                snprintf(tpath, sizeof tpath, "%s/%s/stat", path, te->d_name);
+                                                if (read_stat(tpath, tbuf, sizeof tbuf, &tn))
+                                                        count_if_unseen(m, tbuf, tn, (pid_t) atoi(te->d_name), since);
+                                        }
+                                        closedir(task);
+                                }
+                        }
+                        /* A new process whose parent is admitted. */
+                        parent = tree_find_process(m->tree, (uint32_t) ppid);
+                        if (parent && parent->group->fork != FORK_NONE && !tree_find_process(m->tree, (uint32_t) pid))
+                                count_if_unseen(m, buf, n, pid, since);
+                }
+                closedir(proc);
         }
-        closedir(proc);
+        hashmap_done(&m->unraised);
 }
 
 int manager_resync(Manager *m, const char *why) {
@@ -1022,6 +1069,7 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
         if (user_limits_check(m->tree, donor->uid, &lim, 0, 1, &rf) != 0) {
                 log_debug("New %s %d stays SCHED_OTHER: its owner's reservation limit is reached",
                           is_thread ? "thread" : "process", ev->pid);
+                note_unraised(m, ev->pid);
                 return;
         }
         dt = target_get(m, donor->id);
@@ -1037,6 +1085,7 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
                 char buf[256];
                 log_debug("No reservation for new %s %d: %s", is_thread ? "thread" : "process", ev->pid,
                           r > 0 ? refusal_format(&rf, buf, sizeof buf) : strerror(-r));
+                note_unraised(m, ev->pid);
                 sched_target_done(&t);
                 return;
         }
@@ -1048,9 +1097,14 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
         if (donor->params.runtime != old.runtime) {
                 r = apply_with_retry(dt, &donor->params, donor->flags);
                 if (r < 0) {
-                        reservation_release(m->tree, child, NULL); /* gives the donor its runtime back */
-                        (void) state_write_release(m->state, child->id);
+                        /* The kernel still has the donor whole: so must the books. */
+                        uint64_t cid = child->id;
+                        reservation_release(m->tree, child, NULL);
+                        (void) state_write_release(m->state, cid);
+                        if (donor->params.runtime != old.runtime)
+                                (void) reservation_update(m->tree, donor, &old, NULL);
                         (void) record(m, false, donor);
+                        note_unraised(m, ev->pid);
                         sched_target_done(&t);
                         return;
                 }
@@ -1062,9 +1116,10 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
                 log_debug("Could not raise new %s %d: %s", is_thread ? "thread" : "process", ev->pid, strerror(-r));
                 reservation_release(m->tree, child, &e);
                 (void) state_write_release(m->state, cid);
-                if (e.donor)
-                        (void) apply_with_retry(dt, &e.donor->params, e.donor->flags);
+                if (e.donor && apply_with_retry(dt, &e.donor->params, e.donor->flags) < 0)
+                        (void) reservation_update(m->tree, e.donor, &e.donor_old, NULL);
                 (void) record(m, false, donor);
+                note_unraised(m, ev->pid);
                 sched_target_done(&t);
                 return;
         }
@@ -1107,7 +1162,7 @@ static int on_procmon(sd_event_source *s, int fd, uint32_t revents, void *userda
                 }
         }
         if (overflow) {
-                count_unseen_children(m);
+                count_unseen_children(m, m->last_look_ticks);
                 manager_resync(m, "events lost");
         }
         return 0;
@@ -1128,6 +1183,34 @@ static bool record_matches(const StateRecord *rec, const SchedTarget *t, const S
         return t->start_time == rec->start_time && same_params(si, &rec->params);
 }
 
+/* A split child that ended while edfd was down: give its runtime back to its re-adopted donor, as
+ * the donor rule would have had edfd seen the exit (books first, through the core's rule, then the
+ * kernel). Donors have lower ids than their children, so they are adopted first. */
+static void return_to_donor(Manager *m, const StateRecord *rec) {
+        Reservation *d = rec->donor ? tree_find_reservation(m->tree, rec->donor) : NULL, *tmp;
+        Group *g = tree_find_group(m->tree, rec->group);
+        ReleaseEffect e;
+        SchedTarget *dt;
+
+        if (!d || !g)
+                return;
+        ReservationSpec spec = { .id = rec->id, .pid = rec->pid, .tid = rec->tid, .uid = rec->uid,
+                                 .start_time = rec->start_time, .params = rec->params, .flags = rec->flags,
+                                 .donor = rec->donor, .donated = rec->donated };
+        if (reservation_admit(m->tree, g, &spec, &tmp, NULL) != 0)
+                return;
+        reservation_release(m->tree, tmp, &e);
+        if (!e.donor)
+                return;
+        dt = target_get(m, e.donor->id);
+        if (!dt || apply_with_retry(dt, &e.donor->params, e.donor->flags) < 0) {
+                (void) reservation_update(m->tree, e.donor, &e.donor_old, NULL);
+                return;
+        }
+        log_info("Reservation %" PRIu64 " ended while edfd was down: its runtime went back to %" PRIu64, rec->id,
+                 e.donor->id);
+}
+
 static void adopt(Manager *m, const StateLoaded *l) {
         unsigned adopted = 0, gone = 0;
 
@@ -1144,6 +1227,7 @@ static void adopt(Manager *m, const StateLoaded *l) {
                 r = sched_target_pin((pid_t) rec->pid, (pid_t) rec->tid, &t);
                 if (r < 0 || sched_get((pid_t) rec->tid, &si) < 0) {
                         sched_target_done(&t);
+                        return_to_donor(m, rec);
                         gone++;
                         continue;
                 }
@@ -1154,6 +1238,7 @@ static void adopt(Manager *m, const StateLoaded *l) {
                         log_notice("Thread %" PRIu32 " was being released when edfd stopped: release finished", rec->tid);
                         (void) sched_release(&t);
                         sched_target_done(&t);
+                        return_to_donor(m, rec);
                         gone++;
                         continue;
                 }
@@ -1167,6 +1252,7 @@ static void adopt(Manager *m, const StateLoaded *l) {
                                                    "re-adopted (counted as unmanaged)",
                                                    rec->tid);
                                 sched_target_done(&t);
+                                return_to_donor(m, rec);
                                 gone++;
                                 continue;
                         }
@@ -1174,7 +1260,7 @@ static void adopt(Manager *m, const StateLoaded *l) {
                 g = tree_find_group(m->tree, rec->group);
                 ReservationSpec spec = { .id = rec->id, .pid = rec->pid, .tid = rec->tid, .uid = rec->uid,
                                          .start_time = rec->start_time, .params = rec->params, .flags = rec->flags,
-                                         .donor = rec->donor };
+                                         .donor = rec->donor, .donated = rec->donated };
                 r = g ? reservation_admit(m->tree, g, &spec, NULL, &rf) : -1;
                 if (r != 0) {
                         log_warning("Thread %" PRIu32 " (reservation %" PRIu64 ") cannot be re-adopted into %s: %s; "
@@ -1183,6 +1269,7 @@ static void adopt(Manager *m, const StateLoaded *l) {
                                     !g ? "the group no longer exists" : r > 0 ? refusal_format(&rf, buf, sizeof buf) : strerror(-r));
                         (void) sched_release(&t);
                         sched_target_done(&t);
+                        return_to_donor(m, rec);
                         gone++;
                         continue;
                 }
@@ -1275,6 +1362,18 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 manager_free(m);
                 return r;
         }
+        /* When edfd last wrote its state, in /proc's clock (ticks since boot). */
+        uint64_t down_since = boot_ticks();
+        {
+                _cleanup_free_ char *path = NULL;
+                struct stat st;
+                long hz = sysconf(_SC_CLK_TCK);
+                time_t now = time(NULL);
+                if (asprintf(&path, "%s/state", m->state_dir) >= 0 && stat(path, &st) == 0 && now >= st.st_mtime) {
+                        uint64_t ago = (uint64_t) (now - st.st_mtime + 1) * (uint64_t) (hz > 0 ? hz : 100);
+                        down_since = down_since > ago ? down_since - ago : 0;
+                }
+        }
         r = state_load(m->state, &loaded);
         if (r < 0) {
                 log_error("Cannot read the state in %s: %s", m->state_dir, strerror(-r));
@@ -1316,9 +1415,10 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 log_warning("Cannot listen to the proc connector (%s): forks and exits are seen only by the "
                             "periodic resync",
                             strerror(-r));
-        m->last_look_ticks = boot_ticks();
         adopt(m, &loaded);
         state_loaded_done(&loaded);
+        /* Children born while edfd was down (since the state was last written) were not raised. */
+        count_unseen_children(m, down_since);
         capacity_refresh(m);
         r = snapshot(m, true);
         if (r < 0)
@@ -1416,6 +1516,7 @@ Manager *manager_free(Manager *m) {
                 if (m->rates.slots[i].key)
                         free(m->rates.slots[i].value);
         hashmap_done(&m->rates);
+        hashmap_done(&m->unraised);
         authz_polkit_done(&m->polkit);
         authz_cache_done(&m->creds);
         tree_free(m->tree);

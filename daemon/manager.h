@@ -78,6 +78,7 @@ typedef struct Manager {
         ProcmonStats pstats;
         uint64_t events_seen, events_lost, resyncs, unseen_children;
         uint64_t last_look_ticks;  /* boot time (clock ticks) of the last look for unseen children */
+        Hashmap unraised;          /* pid + 1 of children seen and left SCHED_OTHER since that look */
 
         bool stopping;
 } Manager;

@@ -151,9 +151,9 @@ static int append_line(State *s, const char *body) {
 static void format_record(char *buf, size_t size, char type, const StateRecord *r) {
         snprintf(buf, size,
                  "%c %" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %" PRIu64
-                 " %" PRIu64 " %" PRIu64,
+                 " %" PRIu64 " %" PRIu64 " %" PRIu64,
                  type, r->id, r->pid, r->tid, r->uid, r->start_time, r->group, r->params.runtime, r->params.deadline,
-                 r->params.period, r->flags, r->donor);
+                 r->params.period, r->flags, r->donor, r->donated);
 }
 
 int state_write_reservation(State *s, bool intent, const StateRecord *r) {
@@ -198,6 +198,7 @@ void state_record_from(StateRecord *ret, const Reservation *r) {
                 .params = r->params,
                 .flags = r->flags,
                 .donor = r->donor,
+                .donated = r->donated,
         };
         snprintf(ret->group, sizeof ret->group, "%s", r->group->path);
 }
@@ -287,11 +288,11 @@ static size_t split_fields(char *body, char **fields, size_t max) {
 static int parse_record(char **f, size_t n, StateRecord *ret) {
         StateRecord r = {};
 
-        if (n != 12 || parse_u64(f[1], &r.id) < 0 || r.id == 0 || parse_u32(f[2], &r.pid) < 0 ||
+        if (n != 13 || parse_u64(f[1], &r.id) < 0 || r.id == 0 || parse_u32(f[2], &r.pid) < 0 ||
             parse_u32(f[3], &r.tid) < 0 || parse_u32(f[4], &r.uid) < 0 || parse_u64(f[5], &r.start_time) < 0 ||
             !group_path_valid(f[6]) || parse_u64(f[7], &r.params.runtime) < 0 ||
             parse_u64(f[8], &r.params.deadline) < 0 || parse_u64(f[9], &r.params.period) < 0 ||
-            parse_u64(f[10], &r.flags) < 0 || parse_u64(f[11], &r.donor) < 0)
+            parse_u64(f[10], &r.flags) < 0 || parse_u64(f[11], &r.donor) < 0 || parse_u64(f[12], &r.donated) < 0)
                 return -EINVAL;
         snprintf(r.group, sizeof r.group, "%s", f[6]);
         *ret = r;
@@ -361,7 +362,7 @@ static int loader_group(Loader *l, const char *path, bool remove, bool override,
 
 /* One line without its newline. Returns 0, -EBADMSG for a corrupt line, -ENOMEM. */
 static int load_line(Loader *l, char *line, const char **ret_reason) {
-        char *hash = strrchr(line, '#'), *f[13];
+        char *hash = strrchr(line, '#'), *f[14];
         uint32_t want;
         size_t n;
 
@@ -371,7 +372,7 @@ static int load_line(Loader *l, char *line, const char **ret_reason) {
         if (sscanf(hash + 1, "%8" SCNx32, &want) != 1 || want != line_sum(line, strlen(line)))
                 return *ret_reason = "a line whose checksum does not match", -EBADMSG;
 
-        n = split_fields(line, f, 12);
+        n = split_fields(line, f, 13);
         if (n == 0 || strlen(f[0]) != 1)
                 return *ret_reason = "an unknown record", -EBADMSG;
         switch (f[0][0]) {

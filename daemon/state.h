@@ -13,6 +13,7 @@
  *
  * Record types:
  *   A  a reservation as it is now (admitted, adopted, updated, split): the full record
+ *      "A id pid tid uid start_time group runtime deadline period flags donor donated"
  *   I  an intent: the kernel is about to be changed to match this record. Settled on restart by
  *      asking the kernel which of the intent and the last A record it shows.
  *   R  a reservation ended
@@ -41,6 +42,7 @@ typedef struct StateRecord {
         DlParams params;
         uint64_t flags;
         uint64_t donor;
+        uint64_t donated;
 } StateRecord;
 
 typedef struct StateEntry {

@@ -709,6 +709,7 @@ int reservation_admit(Tree *t, Group *g, const ReservationSpec *spec, Reservatio
                 .bw = bw,
                 .flags = spec->flags,
                 .donor = spec->donor,
+                .donated = spec->donor ? spec->donated : 0,
         };
         reservation_link(t, r);
         if (ret)
@@ -725,8 +726,9 @@ void reservation_release(Tree *t, Reservation *r, ReleaseEffect *ret_effect) {
 
         /* The donor rule (see tree.h). */
         if (d && d->group == g && d->params.period == r->params.period) {
-                uint64_t runtime, bw;
-                if (!__builtin_add_overflow(d->params.runtime, r->params.runtime, &runtime) &&
+                /* Give back what was given, not what an update may have added since. */
+                uint64_t back = r->donated ? MIN(r->donated, r->params.runtime) : r->params.runtime, runtime, bw;
+                if (!__builtin_add_overflow(d->params.runtime, back, &runtime) &&
                     runtime <= d->params.deadline && bw_of(runtime, d->params.period, &bw) == 0 &&
                     group_has_room(t, g, d->bw, bw)) {
                         e.donor = d;
@@ -823,6 +825,7 @@ int reservation_split_as(Tree *t, Reservation *donor, ForkPolicy policy, uint32_
         c->params = half;
         c->bw = child_bw;
         c->donor = donor->id;
+        c->donated = half.runtime;
         reservation_link(t, c);
 done:
         if (ret_child)

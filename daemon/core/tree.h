@@ -19,8 +19,9 @@
  * split off its donor (the forking thread): the donor keeps runtime - runtime / 2, the child gets
  * runtime / 2 with the same deadline and period. Both stay in the donor's group, whose
  * allocation cannot grow (the two rounded-down halves never add up to more than the rounded-down
- * whole; they may add up to one unit less). The child remembers its donor's id. When the child's
- * reservation ends, its runtime goes back to the donor if the donor still exists, still has the
+ * whole; they may add up to one unit less). The child remembers its donor's id and what it was
+ * given. When the child's reservation ends, what it was given (or its runtime, if an update made
+ * it smaller) goes back to the donor if the donor still exists, still has the
  * same period, still has room under its deadline and the group can cover the rounding unit that
  * may come back with it; otherwise it simply returns to the group. So a program that forks
  * workers again and again ends each cycle with its full budget.
@@ -134,6 +135,7 @@ typedef struct ReservationSpec {
         DlParams params;             /* deadline 0 means the period */
         uint64_t flags;              /* opaque to the core */
         uint64_t donor;              /* re-adoption only: the id this one was split from, or 0 */
+        uint64_t donated;            /* re-adoption only: the runtime the donor gave it */
 } ReservationSpec;
 
 struct Reservation {
@@ -147,6 +149,7 @@ struct Reservation {
         uint64_t bw;
         uint64_t flags;
         uint64_t donor;                       /* id of the donor, or 0 */
+        uint64_t donated;                     /* runtime the donor gave at the split: the most that goes back */
 };
 
 /* What one owner holds, kept up to date by every operation so that per-user limits cost O(1). */
