@@ -326,8 +326,9 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
         return sd_bus_send(NULL, reply, NULL);
 }
 
-static int method_create_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
-        Manager *m = userdata;
+/* CreateGroup and SetGroup: the same arguments, the same checks, one operation apart. */
+static int group_method(sd_bus_message *msg, Manager *m, bool create, sd_bus_message_handler_t self,
+                        sd_bus_error *ret_error) {
         uint64_t runtime, period;
         const char *path;
         OpError e = {};
@@ -339,33 +340,21 @@ static int method_create_group(sd_bus_message *msg, void *userdata, sd_bus_error
         r = check_group_args(path, runtime, period, ret_error);
         if (r < 0)
                 return r;
-        r = require_manage(m, msg, "creating a group", method_create_group, ret_error);
+        r = require_manage(m, msg, create ? "creating a group" : "changing a group", self, ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;
-        if (manager_group_create(m, path, runtime, period, &e) < 0)
+        r = create ? manager_group_create(m, path, runtime, period, &e) : manager_group_set(m, path, runtime, period, &e);
+        if (r < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "");
 }
 
-static int method_set_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
-        Manager *m = userdata;
-        uint64_t runtime, period;
-        const char *path;
-        OpError e = {};
-        int r;
+static int method_create_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        return group_method(msg, userdata, true, method_create_group, ret_error);
+}
 
-        r = sd_bus_message_read(msg, "stt", &path, &runtime, &period);
-        if (r < 0)
-                return r;
-        r = check_group_args(path, runtime, period, ret_error);
-        if (r < 0)
-                return r;
-        r = require_manage(m, msg, "changing a group", method_set_group, ret_error);
-        if (r <= 0)
-                return r < 0 ? r : 1;
-        if (manager_group_set(m, path, runtime, period, &e) < 0)
-                return reply_error(ret_error, &e);
-        return sd_bus_reply_method_return(msg, "");
+static int method_set_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        return group_method(msg, userdata, false, method_set_group, ret_error);
 }
 
 static int method_remove_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {

@@ -625,6 +625,23 @@ int manager_group_remove(Manager *m, const char *path, OpError *error) {
 
 /* --- configuration --- */
 
+/* The configuration's error lines as one message (NULL without memory); frees the errors. */
+static char *errors_join(ConfErrors *errors) {
+        size_t len = 1;
+        char *msg;
+
+        for (size_t i = 0; i < errors->n; i++)
+                len += strlen(errors->lines[i]) + 1;
+        msg = calloc(1, len);
+        for (size_t i = 0; msg && i < errors->n; i++) {
+                strcat(msg, errors->lines[i]);
+                if (i + 1 < errors->n)
+                        strcat(msg, "\n");
+        }
+        conf_errors_done(errors);
+        return msg;
+}
+
 static int config_load(const char *path, Config **ret, char **ret_errors) {
         ConfErrors errors = {};
         Config *c = NULL;
@@ -640,19 +657,7 @@ static int config_load(const char *path, Config **ret, char **ret_errors) {
                 r = conf_parse_buffer(edfd_default_config, strlen(edfd_default_config), "(embedded edfd.yaml)", &c,
                                       &errors);
         if (r < 0) {
-                /* Join the errors into one message. */
-                size_t len = 1;
-                for (size_t i = 0; i < errors.n; i++)
-                        len += strlen(errors.lines[i]) + 1;
-                char *msg = calloc(1, len);
-                if (msg)
-                        for (size_t i = 0; i < errors.n; i++) {
-                                strcat(msg, errors.lines[i]);
-                                if (i + 1 < errors.n)
-                                        strcat(msg, "\n");
-                        }
-                conf_errors_done(&errors);
-                *ret_errors = msg;
+                *ret_errors = errors_join(&errors);
                 return r;
         }
         conf_errors_done(&errors);
@@ -670,18 +675,7 @@ static int tree_build(Manager *m, const Config *c, const char *filename, const S
 
         r = conf_build_tree(c, filename, m->kcap.usable, &m->kcap.limits, &t, &errors);
         if (r < 0) {
-                size_t len = 1;
-                for (size_t i = 0; i < errors.n; i++)
-                        len += strlen(errors.lines[i]) + 1;
-                char *msg = calloc(1, len);
-                if (msg)
-                        for (size_t i = 0; i < errors.n; i++) {
-                                strcat(msg, errors.lines[i]);
-                                if (i + 1 < errors.n)
-                                        strcat(msg, "\n");
-                        }
-                conf_errors_done(&errors);
-                *ret_errors = msg;
+                *ret_errors = errors_join(&errors);
                 return r;
         }
         conf_errors_done(&errors);
