@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <pwd.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -108,6 +110,28 @@ int authz_process_owner(pid_t pid, uid_t *ret) {
         return 0;
 }
 
+int authz_is_kernel_thread(pid_t pid) {
+        char path[64], buf[1024], *p;
+        unsigned long flags = 0;
+        ssize_t n;
+        int fd;
+
+        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+                return -EIO;
+        buf[n] = '\0';
+        /* Field 9 (flags) after the comm, which ends at the last ')'. */
+        p = strrchr(buf, ')');
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+                return -EBADMSG;
+        return (flags & 0x00200000UL) != 0; /* PF_KTHREAD */
+}
+
 bool authz_group_allows(const Group *g, uid_t uid) {
         struct passwd pw, *res = NULL;
         char buf[1024];
@@ -138,7 +162,10 @@ char *authz_user_name(uid_t uid, char *buf, size_t size) {
 struct PolkitQuery {
         PolkitRegistry *reg;
         sd_bus_message *request;      /* the method call being authorized */
+        uid_t uid;
         char *action;
+        char *absent_why;
+        sd_bus_message *call;         /* the CheckAuthorization, while queued */
         sd_bus_slot *slot;            /* the pending CheckAuthorization */
         sd_bus_message_handler_t handler;
         void *userdata;
@@ -150,11 +177,40 @@ struct PolkitQuery {
 };
 
 static void query_free(PolkitQuery *q) {
+        if (q->slot)
+                q->reg->in_flight--;
         sd_bus_slot_unref(q->slot);
+        sd_bus_message_unref(q->call);
+        free(q->absent_why);
         sd_bus_message_unref(q->request);
         free(q->action);
         free(q->denied_why);
         free(q);
+}
+
+static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error);
+
+/* Send queued queries while there is room. */
+static void send_queued(PolkitRegistry *reg) {
+        for (PolkitQuery **p = &reg->queries; *p && reg->in_flight < POLKIT_IN_FLIGHT_MAX;) {
+                PolkitQuery *q = *p;
+                if (!q->call) {
+                        p = &q->next;
+                        continue;
+                }
+                if (sd_bus_call_async(sd_bus_message_get_bus(q->call), &q->slot, q->call, on_polkit_reply, q, 0) < 0) {
+                        /* Nothing will call back: answer the request here. */
+                        (void) sd_bus_reply_method_errorf(q->request, "org.edfd.Admission1.Error.PermissionDenied",
+                                                          "polkit could not be asked");
+                        *p = q->next;
+                        query_free(q);
+                        continue;
+                }
+                q->call = sd_bus_message_unref(q->call);
+                reg->in_flight++;
+                reg->asked++;
+                p = &q->next;
+        }
 }
 
 static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
@@ -164,6 +220,7 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *
         int authorized = 0, challenge = 0, r;
 
         q->slot = sd_bus_slot_unref(q->slot);
+        q->reg->in_flight--;
         e = sd_bus_message_get_error(reply);
         if (e) {
                 if (sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER)) {
@@ -197,6 +254,7 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *
          * for two actions); once none is, the request is answered and its verdicts go. */
         PolkitRegistry *reg = q->reg;
         sd_bus_message *request = q->request;
+        send_queued(reg);
         for (PolkitQuery *i = reg->queries; i; i = i->next)
                 if (i->request == request && i->verdict < 0)
                         return 0;
@@ -211,10 +269,19 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, sd_bus_error *
         return 0;
 }
 
-int authz_polkit_check(PolkitRegistry *reg, sd_bus_message *msg, const char *action, bool absent_allows,
-                       sd_bus_message_handler_t handler, void *userdata, sd_bus_error *error) {
+bool authz_polkit_known(const PolkitRegistry *reg, const sd_bus_message *msg) {
+        for (const PolkitQuery *q = reg->queries; q; q = q->next)
+                if (q->request == msg)
+                        return true;
+        return false;
+}
+
+int authz_polkit_check(PolkitRegistry *reg, sd_bus_message *msg, uid_t uid, const char *action, bool absent_allows,
+                       const char *absent_why, sd_bus_message_handler_t handler, void *userdata,
+                       sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
         const char *sender = sd_bus_message_get_sender(msg);
+        unsigned mine = 0;
         PolkitQuery *q;
         int r;
 
@@ -225,7 +292,7 @@ int authz_polkit_check(PolkitRegistry *reg, sd_bus_message *msg, const char *act
                         if (!verdict)
                                 sd_bus_error_setf(error, "org.edfd.Admission1.Error.PermissionDenied", "%s",
                                                   q->denied_why ? q->denied_why
-                                                  : absent      ? "polkit is not running and the configuration requires it"
+                                                  : absent      ? (q->absent_why ? q->absent_why : "polkit is not running")
                                                                 : "polkit does not allow this");
                         return verdict ? 1 : -EACCES;
                 }
@@ -233,12 +300,22 @@ int authz_polkit_check(PolkitRegistry *reg, sd_bus_message *msg, const char *act
                 return sd_bus_error_set(error, "org.edfd.Admission1.Error.PermissionDenied", "no sender to ask polkit about"),
                        -EACCES;
 
+        for (q = reg->queries; q; q = q->next)
+                if (q->uid == uid && q->verdict < 0)
+                        mine++;
+        if (mine >= POLKIT_PER_UID_MAX)
+                return sd_bus_error_setf(error, "org.edfd.Admission1.Error.LimitExceeded",
+                                         "%u of your requests already wait for polkit; try again later", mine),
+                       -EBUSY;
+
         q = calloc(1, sizeof(PolkitQuery));
         if (!q)
                 return -ENOMEM;
         q->reg = reg;
+        q->uid = uid;
         q->request = sd_bus_message_ref(msg);
         q->action = strdup(action);
+        q->absent_why = absent_why ? strdup(absent_why) : NULL;
         q->handler = handler;
         q->userdata = userdata;
         q->absent_allows = absent_allows;
@@ -253,15 +330,17 @@ int authz_polkit_check(PolkitRegistry *reg, sd_bus_message *msg, const char *act
         if (r >= 0)
                 r = sd_bus_message_append(call, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s", sender, action, 0,
                                           sd_bus_message_get_allow_interactive_authorization(msg) ? 1 : 0, "");
-        if (r >= 0)
-                r = sd_bus_call_async(sd_bus_message_get_bus(msg), &q->slot, call, on_polkit_reply, q, 0);
         if (r < 0) {
                 query_free(q);
                 return r;
         }
-        reg->asked++;
-        q->next = reg->queries;
-        reg->queries = q;
+        /* Queue at the end (first come, first asked), then send what fits. */
+        q->call = TAKE_PTR(call);
+        PolkitQuery **tail = &reg->queries;
+        while (*tail)
+                tail = &(*tail)->next;
+        *tail = q;
+        send_queued(reg);
         return 0;
 }
 

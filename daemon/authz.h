@@ -37,6 +37,9 @@ void authz_cache_done(CredsCache *c);
 /* The uid owning process pid (from /proc/PID), or negative errno. */
 int authz_process_owner(pid_t pid, uid_t *ret);
 
+/* Whether pid is a kernel thread (PF_KTHREAD in /proc/PID/stat). -errno if it cannot be read. */
+int authz_is_kernel_thread(pid_t pid);
+
 /* Whether uid may use group g (its users: list; NULL means anyone). Root always may. */
 bool authz_group_allows(const Group *g, uid_t uid);
 
@@ -53,10 +56,24 @@ char *authz_user_name(uid_t uid, char *buf, size_t size);
 typedef struct PolkitQuery PolkitQuery;
 typedef struct PolkitRegistry {
         PolkitQuery *queries;
-        uint64_t asked;    /* CheckAuthorization calls made */
+        unsigned in_flight;  /* CheckAuthorization calls waiting for polkit */
+        uint64_t asked;      /* CheckAuthorization calls made */
 } PolkitRegistry;
 
-int authz_polkit_check(PolkitRegistry *reg, sd_bus_message *msg, const char *action, bool absent_allows,
-                       sd_bus_message_handler_t handler, void *userdata, sd_bus_error *error);
+/* At most this many calls wait for polkit at once (dbus-daemon allows 128 pending replies per
+ * connection); later queries wait in edfd's queue instead of failing. */
+#define POLKIT_IN_FLIGHT_MAX 64
+/* At most this many queries of one caller uid wait (sent or queued): a burst from one user cannot
+ * starve the others. */
+#define POLKIT_PER_UID_MAX 16
+
+/* absent_why: the refusal's message when polkit is not on the bus and !absent_allows. uid: the
+ * caller's, for the per-uid cap (-EBUSY with *error set beyond it). */
+int authz_polkit_check(PolkitRegistry *reg, sd_bus_message *msg, uid_t uid, const char *action, bool absent_allows,
+                       const char *absent_why, sd_bus_message_handler_t handler, void *userdata,
+                       sd_bus_error *error);
+/* Whether polkit has been or is being asked about msg: the handler runs again for it, and must not
+ * count the request a second time (rate limits). */
+bool authz_polkit_known(const PolkitRegistry *reg, const sd_bus_message *msg);
 /* Drop every pending query (at exit). */
 void authz_polkit_done(PolkitRegistry *reg);

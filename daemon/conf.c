@@ -1678,7 +1678,7 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
                 if (!g->users)
                         fprintf(out, "anyone");
                 else if (!g->users[0])
-                        fprintf(out, "nobody");
+                        fprintf(out, "root-only");
                 else
                         for (char **u = g->users; *u; u++)
                                 fprintf(out, "%s%s", u == g->users ? "" : ",", *u);

@@ -102,9 +102,14 @@ static int authorize(Manager *m, sd_bus_message *msg, const Caller *c, const cha
                                                  "%s needs root (polkit: off in the configuration)", what);
                 return 1;
         case POLKIT_REQUIRED:
-                return authz_polkit_check(&m->polkit, msg, action, false, handler, m, ret_error);
+                return authz_polkit_check(&m->polkit, msg, c->uid, action, false,
+                                          "polkit is not running, and the configuration says polkit: required", handler,
+                                          m, ret_error);
         default: /* auto: without polkit, admissions follow the bus policy and the limits */
-                return authz_polkit_check(&m->polkit, msg, action, !manage, handler, m, ret_error);
+                return authz_polkit_check(&m->polkit, msg, c->uid, action, !manage,
+                                          "this needs root, or polkit's org.edfd.Admission1.manage (polkit is not "
+                                          "running)",
+                                          handler, m, ret_error);
         }
 }
 
@@ -151,9 +156,16 @@ static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_e
                                          "\"%.64s%s\" is not a valid group path", group, strlen(group) > 64 ? "..." : "");
         req = (AdmitRequest) { .pid = (uint32_t) pid, .tid = (uint32_t) tid, .group = group,
                                .params = { runtime, deadline, period }, .flags = flags };
+        if (flags & ~EDFD_ADMIT_ALL)
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_INVALID_PARAMETERS,
+                                         "unknown flags 0x%" PRIx64 " (known: 1 reclaim, 2 overrun signal, 4 move)",
+                                         flags & ~EDFD_ADMIT_ALL);
         r = caller_of(m, msg, &req.caller, ret_error);
         if (r < 0)
                 return r;
+        /* Count the request once, before polkit is asked: a burst is cut short here. */
+        if (!authz_polkit_known(&m->polkit, msg) && manager_rate_check(m, &req.caller, &e) < 0)
+                return reply_error(ret_error, &e);
         r = authorize(m, msg, &req.caller, ACTION_ADMIT, "admission", method_admit, ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;
@@ -164,8 +176,6 @@ static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_e
                         return r < 0 ? r : 1;
                 req.may_move = true;
         }
-        if (manager_rate_check(m, &req.caller, &e) < 0)
-                return reply_error(ret_error, &e);
         if (manager_admit(m, &req, &id, &e) < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "t", id);
@@ -184,11 +194,11 @@ static int method_update(sd_bus_message *msg, void *userdata, sd_bus_error *ret_
         r = caller_of(m, msg, &c, ret_error);
         if (r < 0)
                 return r;
+        if (!authz_polkit_known(&m->polkit, msg) && manager_rate_check(m, &c, &e) < 0)
+                return reply_error(ret_error, &e);
         r = authorize(m, msg, &c, ACTION_ADMIT, "an update", method_update, ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;
-        if (manager_rate_check(m, &c, &e) < 0)
-                return reply_error(ret_error, &e);
         if (manager_update(m, &c, id, &(DlParams) { runtime, deadline, period }, &e) < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "");

@@ -301,9 +301,17 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 return op_refused(error, &rf);
         }
 
+        if (pid == 1)
+                return op_fail(error, OP_PERMISSION_DENIED,
+                               "pid 1 is never admitted: under a fork policy every process it starts would be split");
         r = sched_target_pin((pid_t) pid, (pid_t) tid, &t);
         if (r < 0)
                 return op_fail(error, OP_NO_SUCH_THREAD, "no thread %" PRIu32 " in process %" PRIu32, tid, pid);
+        if (authz_is_kernel_thread((pid_t) pid) != 0) {
+                sched_target_done(&t);
+                return op_fail(error, OP_PERMISSION_DENIED, "process %" PRIu32 " is a kernel thread: not edfd's to change",
+                               pid);
+        }
 
         r = authz_process_owner((pid_t) pid, &owner);
         if (r < 0) {
@@ -382,6 +390,18 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 (void) state_write_release(m->state, id);
                 sched_target_done(&t);
                 return kernel_failure(error, r, "admission");
+        }
+        /* The owner again, after the change: the process may have been replaced, or changed its
+         * credentials, while the syscall ran. */
+        uid_t owner_after;
+        if (req->caller.uid != 0 && (authz_process_owner((pid_t) pid, &owner_after) < 0 || owner_after != owner)) {
+                uint64_t id = res->id;
+                (void) sched_release(&t);
+                reservation_release(m->tree, res, NULL);
+                (void) state_write_release(m->state, id);
+                sched_target_done(&t);
+                return op_fail(error, OP_PERMISSION_DENIED, "process %" PRIu32 " changed its owner during the admission",
+                               pid);
         }
         if (req->flags & EDFD_ADMIT_MOVE) {
                 r = cgroup_move_process(m->cgroup_root, g->cgroup, (pid_t) pid);
@@ -665,6 +685,20 @@ static int config_load(const char *path, Config **ret, char **ret_errors) {
         return 0;
 }
 
+/* The root's bandwidth: what the kernel admits, or the configuration's cap on what edfd hands out.
+ * Unmanaged threads are charged to the root's allocation, so a cap counts on top of them (never
+ * above what the kernel admits): "capacity: 50%" means edfd hands out at most 50%. */
+static uint64_t root_capacity(const Manager *m) {
+        uint64_t cap = m->kcap.usable, capped;
+
+        if (m->config && !m->config->capacity_auto) {
+                if (__builtin_add_overflow(m->config->capacity, m->unmanaged, &capped))
+                        capped = UINT64_MAX;
+                cap = MIN(cap, capped);
+        }
+        return cap;
+}
+
 /* Build a tree from c with the dynamic groups and overrides of `extra` (a StateLoaded's groups, or
  * the live tree's dynamic groups); NULL error string on success. */
 static int tree_build(Manager *m, const Config *c, const char *filename, const StateGroup *extra, size_t n_extra,
@@ -679,7 +713,7 @@ static int tree_build(Manager *m, const Config *c, const char *filename, const S
                 return r;
         }
         conf_errors_done(&errors);
-        tree_set_capacity(t, t->capacity, m->unmanaged);
+        tree_set_capacity(t, root_capacity(m), m->unmanaged);
 
         for (size_t i = 0; i < n_extra; i++) {
                 Refusal rf;
@@ -861,9 +895,7 @@ static void capacity_refresh(Manager *m) {
                 m->unmanaged = unmanaged;
                 m->unmanaged_threads = n;
         }
-        cap = m->kcap.usable;
-        if (m->config && !m->config->capacity_auto && m->config->capacity < cap)
-                cap = m->config->capacity;
+        cap = root_capacity(m);
         if (m->kcap.admission_off && !m->admission_off_reported) {
                 log_warning("Kernel deadline admission is OFF (sched_rt_runtime_us = -1): edfd's books are the only "
                             "protection against overload");
@@ -1057,7 +1089,8 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
                 return;
         /* The owner's limits apply to children too: a full copy (inherit) only within them, and a
          * split only within the owner's number of reservations. */
-        UserLimits lim = limits_of(m, donor->uid, NULL);
+        /* Root's threads are not limited, as root's requests are not. */
+        UserLimits lim = donor->uid == 0 ? USER_LIMITS_NONE : limits_of(m, donor->uid, NULL);
         if (policy == FORK_INHERIT && user_limits_check(m->tree, donor->uid, &lim, donor->bw, 1, NULL) != 0)
                 policy = FORK_SPLIT;
         if (user_limits_check(m->tree, donor->uid, &lim, 0, 1, &rf) != 0) {
