@@ -1278,7 +1278,7 @@ Test(conf, check_print) {
                               "  audio               40ms     100ms       40%       35% inherit inherit       2ms "
                               "audio    alice,bob\n"
                               "  audio/jack           5ms     100ms        5%        0% inherit inherit       2ms "
-                              "-        nobody\n"
+                              "-        root-only\n"
                               "  audio/pipewire     1.5ms       5ms       30%        0% none    inherit     250us "
                               "media/pw alice,bob\n"
                               "  control            110ms     100ms      110%        0% inherit split         2ms "

@@ -42,6 +42,7 @@ typedef struct MRes {
         DlParams p;                  /* deadline resolved */
         uint64_t bw;
         uint64_t donor;              /* 0: nothing goes back to anyone */
+        uint64_t donated;            /* what the donor gave: the most that goes back */
 } MRes;
 
 typedef struct Model {
@@ -497,9 +498,11 @@ static void release_at(int ri) {
                  r.p.runtime, r.donor, M.g[r.group].path);
         M.r[ri].used = false;
         di = r.donor ? find_id(r.donor) : -1;
+        /* What goes back: what the donor gave, or less if an update shrank the child since. */
+        uint64_t give = r.donated < r.p.runtime ? r.donated : r.p.runtime;
         if (di >= 0 && M.r[di].group == r.group && M.r[di].p.period == r.p.period &&
-            M.r[di].p.runtime + r.p.runtime <= M.r[di].p.deadline) {
-                nb = ref_bw(M.r[di].p.runtime + r.p.runtime, r.p.period);
+            M.r[di].p.runtime + give <= M.r[di].p.deadline) {
+                nb = ref_bw(M.r[di].p.runtime + give, r.p.period);
                 back = group_room(r.group, M.r[di].bw, nb);
                 /* While the root is over-committed tree.h does not say whether a donor may take
                  * its runtime back: accept either. */
@@ -517,7 +520,7 @@ static void release_at(int ri) {
                 EXPECT(eff.donor_old.runtime == M.r[di].p.runtime && eff.donor_old.deadline == M.r[di].p.deadline &&
                                eff.donor_old.period == M.r[di].p.period,
                        "donor_old is not the donor's parameters before");
-                M.r[di].p.runtime += r.p.runtime;
+                M.r[di].p.runtime += give;
                 M.r[di].bw = nb;
                 donor_returns++;
         } else
@@ -641,7 +644,8 @@ static void op_split(void) {
         M.r[di].bw = ref_bw(M.r[di].p.runtime, d.p.period);
         M.r[slot] = (MRes) { .used = true, .id = child->id, .pid = child->pid, .tid = tid, .group = gi,
                              .p = { d.p.runtime / 2, d.p.deadline, d.p.period },
-                             .bw = ref_bw(d.p.runtime / 2, d.p.period), .donor = d.id };
+                             .bw = ref_bw(d.p.runtime / 2, d.p.period), .donor = d.id,
+                             .donated = d.p.runtime / 2 };
 added:
         EXPECT(old.runtime == d.p.runtime && old.deadline == d.p.deadline && old.period == d.p.period,
                "ret_donor_old is not the donor's parameters before");

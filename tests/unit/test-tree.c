@@ -1751,3 +1751,39 @@ Test(limits, rate_window) {
         cr_assert(rate_window_allow(&w, UINT64_MAX, 1, UINT64_MAX));
         cr_assert_not(rate_window_allow(&w, UINT64_MAX, 1, UINT64_MAX));
 }
+
+/* A split child gives back what it was given, not what an update added since (nor more than it
+ * holds, if an update shrank it). */
+Test(split, gives_back_what_was_given) {
+        Tree *t = NULL;
+        Group *g = NULL;
+        Reservation *d = NULL, *c = NULL;
+        DlParams old;
+        Refusal rf;
+        char buf[256];
+
+        cr_assert_eq(tree_new(&t, 2 * BW_UNIT, NULL, FORK_SPLIT, FORK_NONE, 1024), 0);
+        GroupSpec gs = { .runtime = 50 * NSEC_PER_MSEC, .period = 100 * NSEC_PER_MSEC, .fork = _FORK_POLICY_UNSET,
+                         .threads = _FORK_POLICY_UNSET };
+        cr_assert_eq(group_create(t, "g", &gs, &g, &rf), 0);
+        ReservationSpec s = { .pid = 10, .tid = 10, .params = { .runtime = 10 * NSEC_PER_MSEC, .period = 100 * NSEC_PER_MSEC } };
+        cr_assert_eq(reservation_admit(t, g, &s, &d, &rf), 0);
+
+        cr_assert_eq(reservation_split(t, d, false, 11, 11, 0, &c, &old, &rf), 0);
+        cr_assert_eq(c->donated, 5 * NSEC_PER_MSEC);
+        DlParams more = { .runtime = 8 * NSEC_PER_MSEC, .period = 100 * NSEC_PER_MSEC };
+        cr_assert_eq(reservation_update(t, c, &more, &rf), 0);
+        ReleaseEffect e;
+        reservation_release(t, c, &e);
+        cr_assert_eq(e.donor, d);
+        cr_assert_eq(d->params.runtime, 10 * NSEC_PER_MSEC, "donor has %" PRIu64, d->params.runtime);
+        cr_assert_eq(tree_check(t, buf, sizeof buf), 0, "%s", buf);
+
+        cr_assert_eq(reservation_split(t, d, false, 12, 12, 0, &c, &old, &rf), 0);
+        DlParams less = { .runtime = 2 * NSEC_PER_MSEC, .period = 100 * NSEC_PER_MSEC };
+        cr_assert_eq(reservation_update(t, c, &less, &rf), 0);
+        reservation_release(t, c, &e);
+        cr_assert_eq(d->params.runtime, 7 * NSEC_PER_MSEC, "donor has %" PRIu64, d->params.runtime);
+        cr_assert_eq(tree_check(t, buf, sizeof buf), 0, "%s", buf);
+        tree_free(t);
+}
