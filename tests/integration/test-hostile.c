@@ -902,10 +902,12 @@ Test(hostile, kernel_threads_as_root) {
         harness_stop(h);
 }
 
-/* Root and pid 1, without touching this machine's pid 1: in a new pid namespace (with its own /proc,
- * a private /tmp and a tmpfs over the cgroup mount, so that the harness's clean-up of stale test
- * directories sees only this namespace's), a process of the test is pid 1; it starts a harness
- * there and asks, as root, for pid 1. It reports through its exit status. */
+/* Root and pid 1, without touching this machine's pid 1: in a new pid namespace (with its own /proc
+ * and a tmpfs over the cgroup mount, so that the harness's clean-up of stale test cgroups sees only
+ * this namespace's), a process of the test is pid 1; it starts a harness there and asks, as root,
+ * for pid 1. It reports through its exit status. /tmp stays the machine's: the build (and so edfd)
+ * may live there, as in a CI clone. Integration tests never run in parallel, so the harness's
+ * clean-up of stale /tmp directories of dead test processes meets no live one. */
 enum {
         NS_REFUSED = 0,
         NS_ADMITTED = 1,
@@ -924,7 +926,6 @@ static int ns_pid1_main(int report) {
 
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0 ||
-            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") < 0 ||
             mount("tmpfs", "/sys/fs/cgroup/unified", "tmpfs", MS_NOSUID | MS_NODEV, "mode=755") < 0) {
                 snprintf(msg, sizeof msg, "mounts in the new namespace: %s", strerror(errno));
                 (void) write(report, msg, strlen(msg));
