@@ -89,6 +89,23 @@ static bool is_number(const char *s) {
         return true;
 }
 
+/* An exited thread not yet reaped still reports its policy, but the kernel gave its bandwidth back
+ * when it died: it holds nothing. */
+static bool thread_dead(const char *pid, pid_t tid) {
+        char path[320], buf[512], *p;
+        bool dead = true;
+        FILE *f;
+
+        snprintf(path, sizeof path, "/proc/%s/task/%d/stat", pid, (int) tid);
+        f = fopen(path, "re");
+        if (!f)
+                return true;
+        if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')')) && p[1] == ' ')
+                dead = p[2] == 'Z' || p[2] == 'X';
+        fclose(f);
+        return dead;
+}
+
 int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threads) {
         DIR *proc = opendir("/proc");
         struct dirent *de;
@@ -117,7 +134,7 @@ int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threa
                         if (!is_number(te->d_name))
                                 continue;
                         tid = (pid_t) atoi(te->d_name);
-                        if (sched_get(tid, &si) < 0 || si.policy != SCHED_DEADLINE)
+                        if (sched_get(tid, &si) < 0 || si.policy != SCHED_DEADLINE || thread_dead(de->d_name, tid))
                                 continue;
                         r = tree_find_thread(t, (uint32_t) tid);
                         if (r && sched_read_start_time((pid_t) atoi(de->d_name), tid, &start) == 0 &&

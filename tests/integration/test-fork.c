@@ -861,6 +861,23 @@ static uint64_t get_u64(Harness *h, const char *property) {
 
 /* The deadline bandwidth every SCHED_DEADLINE thread on the machine holds, as the kernel computes
  * it (to_ratio per thread). */
+/* A thread that has exited but is not reaped yet keeps its policy for sched_getattr, but the kernel
+ * gave its bandwidth back when it died. */
+static bool is_zombie(const char *pid, const char *tid) {
+        char path[600], buf[512], *p;
+        FILE *fp;
+        bool z = false;
+
+        snprintf(path, sizeof path, "/proc/%s/task/%s/stat", pid, tid);
+        fp = fopen(path, "re");
+        if (!fp)
+                return true; /* gone */
+        if (fgets(buf, sizeof buf, fp) && (p = strrchr(buf, ')')) && p[1] == ' ')
+                z = p[2] == 'Z' || p[2] == 'X';
+        fclose(fp);
+        return z;
+}
+
 static uint64_t dl_bw_on_machine(void) {
         DIR *proc = opendir("/proc");
         struct dirent *de;
@@ -884,7 +901,7 @@ static uint64_t dl_bw_on_machine(void) {
                         if (te->d_name[0] < '0' || te->d_name[0] > '9')
                                 continue;
                         if (harness_sched_getattr((pid_t) atoi(te->d_name), &a) == 0 &&
-                            a.sched_policy == HARNESS_SCHED_DEADLINE)
+                            a.sched_policy == HARNESS_SCHED_DEADLINE && !is_zombie(de->d_name, te->d_name))
                                 sum += bw(a.sched_runtime, a.sched_period);
                 }
                 closedir(task);
