@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "bandwidth.h"
@@ -449,6 +450,27 @@ static int property_version(sd_bus *bus, const char *path, const char *interface
         return sd_bus_message_append(reply, "s", EDFD_VERSION);
 }
 
+/* The methods that change something run with their signals deferred until after the reply. */
+#define DEFERRING(name)                                                                                      \
+        static int name##_deferred(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {           \
+                Manager *m = userdata;                                                                        \
+                m->defer_signals = true;                                                                      \
+                int r = name(msg, userdata, ret_error);                                                       \
+                m->defer_signals = false;                                                                     \
+                flush_signals(m); /* after a reply; before an error reply, which sd-bus sends on return */  \
+                return r;                                                                                     \
+        }
+static void flush_signals(Manager *m);
+DEFERRING(method_admit)
+DEFERRING(method_update)
+DEFERRING(method_release)
+DEFERRING(method_release_thread)
+DEFERRING(method_release_process)
+DEFERRING(method_create_group)
+DEFERRING(method_set_group)
+DEFERRING(method_remove_group)
+DEFERRING(method_reload)
+
 /* Every method is SD_BUS_VTABLE_UNPRIVILEGED: anyone may call, and each handler decides (reads are
  * open to all, changes are checked against the caller). */
 static const sd_bus_vtable manager_vtable[] = {
@@ -469,23 +491,23 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_NAMES("Admit", "ttsttt" "t",
                                  SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group) SD_BUS_PARAM(runtime)
                                  SD_BUS_PARAM(deadline) SD_BUS_PARAM(period) SD_BUS_PARAM(flags),
-                                 "t", SD_BUS_PARAM(id), method_admit, SD_BUS_VTABLE_UNPRIVILEGED),
+                                 "t", SD_BUS_PARAM(id), method_admit_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Update", "tttt",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(runtime) SD_BUS_PARAM(deadline) SD_BUS_PARAM(period),
-                                 "", , method_update, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("Release", "t", SD_BUS_PARAM(id), "", , method_release, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ReleaseThread", "t", SD_BUS_PARAM(tid), "", , method_release_thread, SD_BUS_VTABLE_UNPRIVILEGED),
+                                 "", , method_update_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Release", "t", SD_BUS_PARAM(id), "", , method_release_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ReleaseThread", "t", SD_BUS_PARAM(tid), "", , method_release_thread_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ReleaseProcess", "t", SD_BUS_PARAM(pid), "u", SD_BUS_PARAM(released),
-                                 method_release_process, SD_BUS_VTABLE_UNPRIVILEGED),
+                                 method_release_process_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListReservations", "", , "a(tuusttttttu)", SD_BUS_PARAM(reservations),
                                  method_list_reservations, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(sttttuussssb)", SD_BUS_PARAM(groups), method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("CreateGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period),
-                                 "", , method_create_group, SD_BUS_VTABLE_UNPRIVILEGED),
+                                 "", , method_create_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("SetGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period), "",
-                                 , method_set_group, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("RemoveGroup", "s", SD_BUS_PARAM(path), "", , method_remove_group, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD("Reload", "", "", method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+                                 , method_set_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("RemoveGroup", "s", SD_BUS_PARAM(path), "", , method_remove_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Reload", "", "", method_reload_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Echo", "t", SD_BUS_PARAM(value), "t", SD_BUS_PARAM(value), method_echo, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES("ReservationAdded", "tuuss",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group)
@@ -525,31 +547,55 @@ int manager_bus_register(Manager *m) {
         return 0;
 }
 
+/* Send a signal now, or after the reply of the method call being handled: the caller gets its
+ * answer one bus message sooner. */
+static void emit(Manager *m, const char *member, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *sig = NULL;
+        va_list ap;
+        int r;
+
+        if (!m->bus)
+                return;
+        r = sd_bus_message_new_signal(m->bus, &sig, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, member);
+        if (r < 0)
+                return;
+        va_start(ap, types);
+        r = sd_bus_message_appendv(sig, types, ap);
+        va_end(ap);
+        if (r < 0)
+                return;
+        if (m->defer_signals && m->n_deferred < ELEMENTSOF(m->deferred)) {
+                m->deferred[m->n_deferred++] = TAKE_PTR(sig);
+                return;
+        }
+        (void) sd_bus_send(m->bus, sig, NULL);
+}
+
+static void flush_signals(Manager *m) {
+        for (size_t i = 0; i < m->n_deferred; i++) {
+                (void) sd_bus_send(m->bus, m->deferred[i], NULL);
+                sd_bus_message_unref(m->deferred[i]);
+        }
+        m->n_deferred = 0;
+}
+
 void manager_bus_emit_added(Manager *m, const Reservation *r, const char *reason) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "ReservationAdded", "tuuss", r->id,
-                                          r->pid, r->tid, r->group->path, reason);
+        emit(m, "ReservationAdded", "tuuss", r->id, r->pid, r->tid, r->group->path, reason);
 }
 
 void manager_bus_emit_removed(Manager *m, uint64_t id, uint32_t pid, uint32_t tid, const char *group,
                               const char *reason) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "ReservationRemoved", "tuuss", id,
-                                          pid, tid, group, reason);
+        emit(m, "ReservationRemoved", "tuuss", id, pid, tid, group, reason);
 }
 
 void manager_bus_emit_changed(Manager *m, const Reservation *r, const char *reason) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "ReservationChanged", "tttts",
-                                          r->id, r->params.runtime, r->params.deadline, r->params.period, reason);
+        emit(m, "ReservationChanged", "tttts", r->id, r->params.runtime, r->params.deadline, r->params.period, reason);
 }
 
 void manager_bus_emit_split(Manager *m, uint64_t donor, uint64_t child) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Split", "tt", donor, child);
+        emit(m, "Split", "tt", donor, child);
 }
 
 void manager_bus_emit_groups_changed(Manager *m) {
-        if (m->bus)
-                (void) sd_bus_emit_signal(m->bus, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "GroupsChanged", "");
+        emit(m, "GroupsChanged", "");
 }

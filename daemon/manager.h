@@ -81,6 +81,11 @@ typedef struct Manager {
         Hashmap unraised;          /* pid + 1 of children seen and left SCHED_OTHER since that look */
 
         bool stopping;
+
+        /* Signals emitted while a method call is handled go out after its reply. */
+        bool defer_signals;
+        sd_bus_message *deferred[8];
+        size_t n_deferred;
 } Manager;
 
 /* Create the manager: read the configuration, open the state directory, measure the kernel. Logs

@@ -323,11 +323,13 @@ int sched_release(const SchedTarget *t) {
                 return r;
 
         if (cur.sched_policy == SCHED_DEADLINE) {
-                /* Lowering bandwidth always passes admission. -EINVAL only if an administrator set
-                 * sched_deadline_period_max_us below the parking period: then go straight out and
-                 * accept that a sleeping task's bandwidth may stay charged. */
+                /* Lowering bandwidth passes admission, unless the root domain is over-committed
+                 * already (EBUSY: bandwidth leaked elsewhere, or the limits shrank); -EINVAL only if
+                 * an administrator set sched_deadline_period_max_us below the parking period. In
+                 * both cases go straight out: a release must never fail for that, at the risk that
+                 * a sleeping task's bandwidth stays charged. */
                 r = park(t->tid);
-                if (r < 0 && r != -EINVAL)
+                if (r < 0 && r != -EINVAL && r != -EBUSY)
                         return r;
         }
 
