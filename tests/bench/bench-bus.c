@@ -328,6 +328,13 @@ int main(int argc, char *argv[]) {
         bench_helper_kill(&one);
         bench_helper_kill(&many);
         bench_note_interference();
+        for (unsigned k = 0; k < ELEMENTSOF(v); k++)
+                free(v[k]);
+        for (unsigned k = 0; k < ELEMENTSOF(rt); k++)
+                free(rt[k]);
+        free(echo);
+        free(admit);
+        free(release);
         sd_bus_flush_close_unref(bus);
         return 0;
 }

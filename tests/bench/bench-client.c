@@ -185,5 +185,11 @@ int main(int argc, char *argv[]) {
                           bench_verdict(rows[k].limit == 1.0 ? s.median < 1.0 : s.median <= rows[k].limit));
         }
         bench_helper_kill(&h);
+        for (int k = 0; k < _N; k++) {
+                free(t[k]);
+                free(med[k]);
+        }
+        for (int k = 0; k < 4; k++)
+                free(ratio[k]);
         return 0;
 }

@@ -167,6 +167,12 @@ static int stop(pid_t pid, const char *name) {
         return status;
 }
 
+static volatile sig_atomic_t got_signal;
+
+static void on_signal(int sig) {
+        got_signal = sig;
+}
+
 static void usage(void) {
         fprintf(stderr, "usage: bench-edfd [--edfd PATH] [--config FILE] [--log] -- COMMAND [ARG...]\n");
         exit(2);
@@ -200,6 +206,13 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
         signal(SIGPIPE, SIG_IGN);
+        /* Interrupted: pass it on to the command, then stop edfd and the bus and clean up as usual. */
+        {
+                struct sigaction sa = { .sa_handler = on_signal };
+                sigaction(SIGTERM, &sa, NULL);
+                sigaction(SIGINT, &sa, NULL);
+                sigaction(SIGHUP, &sa, NULL);
+        }
 
         snprintf(dir, sizeof dir, "/dev/shm/edfd-bench.XXXXXX");
         if (!mkdtemp(dir)) {
@@ -326,6 +339,9 @@ int main(int argc, char *argv[]) {
         setenv("EDFD_BUS_PID", env_pid, 1);
         cmd_pid = fork();
         if (cmd_pid == 0) {
+                signal(SIGTERM, SIG_DFL);
+                signal(SIGINT, SIG_DFL);
+                signal(SIGHUP, SIG_DFL);
                 execvp(argv[i], argv + i);
                 fprintf(stderr, "bench-edfd: cannot execute %s: %s\n", argv[i], strerror(errno));
                 _exit(127);
@@ -333,7 +349,8 @@ int main(int argc, char *argv[]) {
         if (cmd_pid < 0)
                 goto finish;
         while (waitpid(cmd_pid, &status, 0) < 0 && errno == EINTR)
-                ;
+                if (got_signal)
+                        kill(cmd_pid, got_signal);
         ret = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 
 finish:

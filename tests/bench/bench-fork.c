@@ -455,6 +455,11 @@ int main(int argc, char *argv[]) {
                 free(r99);
         }
 
+        for (int m = 0; m < 2; m++) {
+                free(p50[m]);
+                free(p99[m]);
+        }
+        free(ratio);
         if (storm == 0 || storm_runs == 0)
                 goto done;
 
@@ -582,11 +587,16 @@ int main(int argc, char *argv[]) {
                        "last fork\n",
                        storm_runs, storm, lost_total, balanced, cu);
         }
+        for (int m = 0; m < 2; m++)
+                free(st[m]);
+        free(catchup);
+        free(sratio);
 
 done:
         bench_note_interference();
         kill(f.pid, SIGKILL);
         waitpid(f.pid, NULL, 0);
+        munmap(shared, forks * sizeof(uint64_t));
         sd_bus_flush_close_unref(bus);
         return 0;
 }

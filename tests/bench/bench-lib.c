@@ -489,11 +489,16 @@ int bench_kernel_headroom(uint64_t *ret_bw) {
                 if (lo < PROBE_PERIOD)
                         break;
         }
-        /* Give it all back: first the zero-rounding bandwidth, then the threads exit. */
+        /* Give it all back while they sleep: first the zero-rounding bandwidth (a sleeping task switched
+         * straight to SCHED_OTHER can leave its bandwidth charged), then SCHED_OTHER (a parked thread
+         * would get 1 us every 4 s to exit in); then the threads exit. */
         for (unsigned i = 0; i < started; i++) {
-                SchedAttr a = { .size = sizeof a, .sched_policy = SCHED_DEADLINE, .sched_runtime = SCHED_PARK_RUNTIME,
-                                .sched_deadline = SCHED_PARK_PERIOD, .sched_period = SCHED_PARK_PERIOD };
-                (void) sched_setattr_raw(tids[i], &a, 0);
+                SchedAttr park = { .size = sizeof park, .sched_policy = SCHED_DEADLINE,
+                                   .sched_runtime = SCHED_PARK_RUNTIME, .sched_deadline = SCHED_PARK_PERIOD,
+                                   .sched_period = SCHED_PARK_PERIOD };
+                SchedAttr other = { .size = sizeof other, .sched_policy = SCHED_OTHER };
+                (void) sched_setattr_raw(tids[i], &park, 0);
+                (void) sched_setattr_raw(tids[i], &other, 0);
         }
         close(probe_wake[1]);
         for (unsigned i = 0; i < started; i++)

@@ -407,6 +407,20 @@ int main(int argc, char *argv[]) {
                 free(rate);
         }
         bench_helper_kill(&extra);
+        free(rss);
+        free(hwm);
+        free(after);
+        free(t_admit);
+        free(t_release);
+        free(a50);
+        free(r50);
+        free(e50);
+        free(ra);
+        free(rr);
+        free(helpers);
+        free(lat_a);
+        free(lat_r);
+        free(lat_e);
         bench_note_interference();
         sd_bus_flush_close_unref(bus);
         return 0;
