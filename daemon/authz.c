@@ -110,51 +110,48 @@ int authz_process_owner(pid_t pid, uid_t *ret) {
         return 0;
 }
 
-int authz_is_kernel_thread(pid_t pid) {
-        char path[64], buf[1024], *p;
-        unsigned long flags = 0;
-        ssize_t n;
-        int fd;
-
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return -errno;
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-                return -EIO;
-        buf[n] = '\0';
-        /* Field 9 (flags) after the comm, which ends at the last ')'. */
-        p = strrchr(buf, ')');
-        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
-                return -EBADMSG;
-        return (flags & 0x00200000UL) != 0; /* PF_KTHREAD */
-}
-
-bool authz_group_allows(const Group *g, uid_t uid) {
-        struct passwd pw, *res = NULL;
-        char buf[1024];
-
+bool authz_group_allows(const Group *g, uid_t uid, const char *name) {
         if (uid == 0 || !g->users)
                 return true;
-        if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) != 0 || !res)
-                return false;
         for (char **u = g->users; *u; u++)
-                if (strcmp(*u, res->pw_name) == 0)
+                if (strcmp(*u, name) == 0)
                         return true;
         return false;
 }
 
-char *authz_user_name(uid_t uid, char *buf, size_t size) {
-        struct passwd pw, *res = NULL;
-        char tmp[1024];
+/* "uid N" for a uid without a name: never equal to a user name in a users: list (conf.c accepts only
+ * names that are valid user names, which hold no space). */
+#define NO_NAME_FORMAT "uid %u"
 
+const char *authz_user_name(UserNames *n, uid_t uid) {
+        /* Room for a name the lookup failed to keep: per thread, like strerror's. */
+        static _Thread_local char fallback[sizeof NO_NAME_FORMAT + 10];
+        struct passwd pw, *res = NULL;
+        char tmp[1024], *name;
+
+        name = hashmap_get(&n->by_uid, (uint64_t) uid + 1);
+        if (name)
+                return name;
+        n->lookups++;
         if (getpwuid_r(uid, &pw, tmp, sizeof tmp, &res) == 0 && res)
-                snprintf(buf, size, "%s", res->pw_name);
+                name = strdup(res->pw_name);
+        else if (asprintf(&name, NO_NAME_FORMAT, (unsigned) uid) < 0)
+                name = NULL;
+        if (name && hashmap_put(&n->by_uid, (uint64_t) uid + 1, name) == 0)
+                return name;
+        free(name);
+        if (res)
+                snprintf(fallback, sizeof fallback, "%s", res->pw_name);
         else
-                snprintf(buf, size, "uid %u", (unsigned) uid);
-        return buf;
+                snprintf(fallback, sizeof fallback, NO_NAME_FORMAT, (unsigned) uid);
+        return fallback;
+}
+
+void authz_names_flush(UserNames *n) {
+        for (size_t i = 0; i < n->by_uid.n_slots; i++)
+                if (n->by_uid.slots[i].key)
+                        free(n->by_uid.slots[i].value);
+        hashmap_done(&n->by_uid);
 }
 
 /* --- polkit --- */

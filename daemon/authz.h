@@ -37,14 +37,25 @@ void authz_cache_done(CredsCache *c);
 /* The uid owning process pid (from /proc/PID), or negative errno. */
 int authz_process_owner(pid_t pid, uid_t *ret);
 
-/* Whether pid is a kernel thread (PF_KTHREAD in /proc/PID/stat). -errno if it cannot be read. */
-int authz_is_kernel_thread(pid_t pid);
+/* User names by uid. getpwuid_r may read /etc/passwd or ask NSS over a socket each time, and an
+ * admission needs the name for the group's users: list and the per-user limits, so names are looked
+ * up once and kept until authz_names_flush() (edfd flushes at every reload and resync, so a changed
+ * user database is seen within a resync period). Only uids that called or own an admitted thread
+ * are ever looked up, so the cache stays as small as the machine's set of users. */
+typedef struct UserNames {
+        Hashmap by_uid; /* uid + 1 -> char * (the name, or "uid N" when it has none) */
+        uint64_t lookups; /* getpwuid_r calls made */
+} UserNames;
 
-/* Whether uid may use group g (its users: list; NULL means anyone). Root always may. */
-bool authz_group_allows(const Group *g, uid_t uid);
+/* The user name of uid, or "uid N" when it has none (or no memory to keep it). Never NULL; valid
+ * until the next flush. */
+const char *authz_user_name(UserNames *n, uid_t uid);
+/* Forget every name. */
+void authz_names_flush(UserNames *n);
 
-/* The user name of uid into buf, or "uid N" when it has none. Returns buf. */
-char *authz_user_name(uid_t uid, char *buf, size_t size);
+/* Whether the user uid, named name, may use group g (its users: list; NULL means anyone). Root
+ * always may. */
+bool authz_group_allows(const Group *g, uid_t uid, const char *name);
 
 /* polkit, asked asynchronously so that a slow polkit never blocks other callers.
  *

@@ -207,23 +207,21 @@ bool manager_may_touch(const Manager *m, const Caller *c, const Reservation *r) 
 }
 
 /* The configuration's limits for uid (its own entry, else "default", else none). */
-static UserLimits limits_of(const Manager *m, uid_t uid, const ConfLimit **ret_conf) {
-        char name[256];
+static UserLimits limits_of(Manager *m, uid_t uid, const ConfLimit **ret_conf) {
         const ConfLimit *l;
 
-        authz_user_name(uid, name, sizeof name);
-        l = conf_find_limit(m->config, name);
+        l = conf_find_limit(m->config, authz_user_name(&m->names, uid));
         if (ret_conf)
                 *ret_conf = l;
         return l ? (UserLimits) { .bandwidth = l->bandwidth, .reservations = l->reservations } : USER_LIMITS_NONE;
 }
 
-static int op_limit(OpError *e, uid_t owner, const Refusal *rf) {
-        char name[256], why[256];
+static int op_limit(Manager *m, OpError *e, uid_t owner, const Refusal *rf) {
+        char why[256];
 
         e->kind = OP_LIMIT_EXCEEDED;
         e->refusal = *rf;
-        snprintf(e->message, sizeof e->message, "user %s: %s", authz_user_name(owner, name, sizeof name),
+        snprintf(e->message, sizeof e->message, "user %s: %s", authz_user_name(&m->names, owner),
                  refusal_format(rf, why, sizeof why));
         return -1;
 }
@@ -231,7 +229,6 @@ static int op_limit(OpError *e, uid_t owner, const Refusal *rf) {
 int manager_rate_check(Manager *m, const Caller *c, OpError *error) {
         const ConfLimit *l = NULL;
         RateWindow *w;
-        char name[256];
 
         if (c->uid == 0)
                 return 0;
@@ -249,7 +246,7 @@ int manager_rate_check(Manager *m, const Caller *c, OpError *error) {
         if (!rate_window_allow(w, now_ns(), l->rate_count, l->rate_window_ns))
                 return op_fail(error, OP_LIMIT_EXCEEDED,
                                "user %s: rate limit of %" PRIu64 " requests per %s reached; try again later",
-                               authz_user_name(c->uid, name, sizeof name), l->rate_count,
+                               authz_user_name(&m->names, c->uid), l->rate_count,
                                duration_format(l->rate_window_ns, (char[DURATION_MAX]) {}));
         return 0;
 }
@@ -305,9 +302,13 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 return op_fail(error, OP_PERMISSION_DENIED,
                                "pid 1 is never admitted: under a fork policy every process it starts would be split");
         r = sched_target_pin((pid_t) pid, (pid_t) tid, &t);
+        if (r == -EMFILE || r == -ENFILE)
+                return op_errno(error, r, "holding the thread (edfd keeps a pidfd per reservation: raise its LimitNOFILE=)");
+        if (r < 0 && r != -ESRCH && r != -ENOENT)
+                return op_errno(error, r, "pinning the thread");
         if (r < 0)
                 return op_fail(error, OP_NO_SUCH_THREAD, "no thread %" PRIu32 " in process %" PRIu32, tid, pid);
-        if (authz_is_kernel_thread((pid_t) pid) != 0) {
+        if (t.kernel_thread) {
                 sched_target_done(&t);
                 return op_fail(error, OP_PERMISSION_DENIED, "process %" PRIu32 " is a kernel thread: not edfd's to change",
                                pid);
@@ -323,7 +324,7 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 return op_fail(error, OP_PERMISSION_DENIED, "thread %" PRIu32 " belongs to uid %u, not to you (uid %u)",
                                tid, (unsigned) owner, (unsigned) req->caller.uid);
         }
-        if (!authz_group_allows(g, req->caller.uid)) {
+        if (!authz_group_allows(g, req->caller.uid, authz_user_name(&m->names, req->caller.uid))) {
                 sched_target_done(&t);
                 return op_fail(error, OP_PERMISSION_DENIED, "group %s does not allow uid %u (see its users: list)",
                                g->path, (unsigned) req->caller.uid);
@@ -359,7 +360,7 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 (void) bw_of(p.runtime, p.period, &bw);
                 if (user_limits_check(m->tree, owner, &lim, bw, 1, &rf) != 0) {
                         sched_target_done(&t);
-                        return op_limit(error, owner, &rf);
+                        return op_limit(m, error, owner, &rf);
                 }
         }
 
@@ -454,7 +455,7 @@ int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *par
                 uint64_t bw;
                 if (dl_params_check(&np, &m->tree->limits) == PARAMS_OK && bw_of(np.runtime, np.period, &bw) == 0 &&
                     bw > res->bw && user_limits_check(m->tree, res->uid, &lim, bw - res->bw, 0, &rf) != 0)
-                        return op_limit(error, res->uid, &rf);
+                        return op_limit(m, error, res->uid, &rf);
         }
         r = reservation_update(m->tree, res, params, &rf);
         if (r < 0)
@@ -818,6 +819,7 @@ int manager_reload(Manager *m, OpError *error) {
         int r;
 
         sd_notify(false, "RELOADING=1");
+        authz_names_flush(&m->names);
         r = config_load(m->config_path, &c, &errors);
         if (r < 0) {
                 sd_notify(false, "READY=1");
@@ -1024,6 +1026,7 @@ int manager_resync(Manager *m, const char *why) {
 
         m->resyncs++;
         log_debug("Resync (%s)", why);
+        authz_names_flush(&m->names);
         for (res = reservation_next(m->tree, NULL); res; res = next) {
                 SchedTarget *t = target_get(m, res->id);
                 SchedInfo si;
@@ -1337,7 +1340,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 return log_oom();
         m->procmon_fd = -1;
 
-        /* One pidfd per admitted thread (two with PIDFD_THREAD): lift the soft fd limit. */
+        /* One pidfd per admitted thread: lift the soft fd limit. */
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
                 rl.rlim_cur = rl.rlim_max;
                 (void) setrlimit(RLIMIT_NOFILE, &rl);
@@ -1546,6 +1549,7 @@ Manager *manager_free(Manager *m) {
         hashmap_done(&m->unraised);
         authz_polkit_done(&m->polkit);
         authz_cache_done(&m->creds);
+        authz_names_flush(&m->names);
         tree_free(m->tree);
         conf_free(m->config);
         state_free(m->state);

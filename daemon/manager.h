@@ -71,6 +71,7 @@ typedef struct Manager {
 
         Hashmap targets;           /* reservation id -> SchedTarget * */
         CredsCache creds;
+        UserNames names;           /* flushed at every reload and resync */
         PolkitRegistry polkit;
         Hashmap rates;             /* caller uid + 1 -> RateWindow * */
 

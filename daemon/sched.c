@@ -44,26 +44,53 @@ static int pidfd_open_raw(pid_t pid, unsigned flags) {
         return fd < 0 ? -errno : fd;
 }
 
-/* 1 if the pidfd reports its process (or, for a thread pidfd, its thread) exited, 0 if alive. */
-static int pidfd_exited(int fd) {
-        struct pollfd p = { .fd = fd, .events = POLLIN };
+/* 1 if either pidfd reports its process (or, for a thread pidfd, its thread) exited, 0 if both are
+ * alive. fd2 may be -1 (poll ignores it). One system call for both. */
+static int pidfds_exited(int fd1, int fd2) {
+        struct pollfd p[2] = { { .fd = fd1, .events = POLLIN }, { .fd = fd2, .events = POLLIN } };
         int r;
 
         do
-                r = poll(&p, 1, 0);
+                r = poll(p, 2, 0);
         while (r < 0 && errno == EINTR);
         if (r < 0)
                 return -errno;
-        if (p.revents & POLLNVAL)
-                return -EBADF;
-        return r > 0 && (p.revents & (POLLIN | POLLHUP | POLLERR));
+        for (size_t i = 0; i < 2; i++)
+                if (p[i].revents & POLLNVAL)
+                        return -EBADF;
+        for (size_t i = 0; i < 2; i++)
+                if (p[i].revents & (POLLIN | POLLHUP | POLLERR))
+                        return 1;
+        return 0;
+}
+
+static int pidfd_exited(int fd) {
+        return pidfds_exited(fd, -1);
 }
 
 int sched_parse_start_time(const char *buf, size_t len, uint64_t *ret) {
-        const char *p, *end, *paren;
+        return sched_parse_stat(buf, len, ret, NULL);
+}
+
+/* The decimal number in [tok, end), or -EBADMSG. */
+static int parse_field(const char *tok, const char *end, uint64_t *ret) {
         uint64_t v = 0;
 
-        if (!buf || !ret)
+        for (const char *q = tok; q < end; q++) {
+                if (*q < '0' || *q > '9')
+                        return -EBADMSG;
+                if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t) (*q - '0'), &v))
+                        return -EBADMSG;
+        }
+        *ret = v;
+        return 0;
+}
+
+int sched_parse_stat(const char *buf, size_t len, uint64_t *ret_start_time, uint64_t *ret_flags) {
+        const char *p, *end, *paren;
+        uint64_t v = 0, flags = 0;
+
+        if (!buf || !ret_start_time)
                 return -EINVAL;
         end = buf + len;
 
@@ -85,27 +112,25 @@ int sched_parse_start_time(const char *buf, size_t len, uint64_t *ret) {
                         p++;
                 if (p == tok)
                         return -EBADMSG;
-                if (field < 22)
-                        continue;
-                for (const char *q = tok; q < p; q++) {
-                        if (*q < '0' || *q > '9')
-                                return -EBADMSG;
-                        if (__builtin_mul_overflow(v, 10, &v) ||
-                            __builtin_add_overflow(v, (uint64_t) (*q - '0'), &v))
-                                return -EBADMSG;
-                }
+                if (field == 9 && ret_flags && parse_field(tok, p, &flags) < 0)
+                        return -EBADMSG;
+                if (field == 22 && parse_field(tok, p, &v) < 0)
+                        return -EBADMSG;
         }
 
-        *ret = v;
+        *ret_start_time = v;
+        if (ret_flags)
+                *ret_flags = flags;
         return 0;
 }
 
-int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret) {
+/* Fields 22 and 9 of /proc/pid/task/tid/stat. */
+static int read_stat(pid_t pid, pid_t tid, uint64_t *ret_start_time, uint64_t *ret_flags) {
         char path[64], buf[4096];
         size_t len = 0;
         int fd, r = 0;
 
-        if (pid <= 0 || tid <= 0 || !ret)
+        if (pid <= 0 || tid <= 0 || !ret_start_time)
                 return -EINVAL;
 
         snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
@@ -131,12 +156,22 @@ int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret) {
                 if (k == 0)
                         break;
                 len += (size_t) k;
+                if (buf[len - 1] == '\n')
+                        break; /* the whole line: spare the read that would say EOF */
         }
         close(fd);
         if (r < 0)
                 return r;
 
-        return sched_parse_start_time(buf, len, ret);
+        return sched_parse_stat(buf, len, ret_start_time, ret_flags);
+}
+
+int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret) {
+        return read_stat(pid, tid, ret, NULL);
+}
+
+bool sched_target_pinned(const SchedTarget *t) {
+        return t && (t->pidfd >= 0 || t->tidfd >= 0) && t->pid > 0 && t->tid > 0;
 }
 
 void sched_target_done(SchedTarget *t) {
@@ -185,16 +220,26 @@ int sched_target_pin(pid_t pid, pid_t tid, SchedTarget *ret) {
                 return r;
 
         /* /proc/pid/task/tid exists only if tid is a thread of pid (procfs checks the thread group). */
-        r = sched_read_start_time(pid, tid, &t.start_time);
+        uint64_t flags = 0;
+        r = read_stat(pid, tid, &t.start_time, &flags);
         if (r == -ENOENT)
                 return missing_thread_error(t.pidfd);
         if (r < 0)
                 return r;
+        t.kernel_thread = (flags & SCHED_PF_KTHREAD) != 0;
 
         /* Still alive after the read: then what we read was about the threads our fds name. */
         r = sched_target_verify(&t);
         if (r < 0)
                 return r;
+
+        /* With a thread pidfd the process pidfd has done its job (tid is in pid, checked above, and a
+         * thread never leaves its process; the thread ends when the process does): one fd a target,
+         * so that 10,000 reservations fit in a 20,000 fd limit. */
+        if (t.tidfd >= 0) {
+                close(t.pidfd);
+                t.pidfd = -1;
+        }
 
         *ret = t;
         t = SCHED_TARGET_NULL;
@@ -205,17 +250,15 @@ int sched_target_verify(const SchedTarget *t) {
         uint64_t st;
         int r;
 
-        if (!t || t->pidfd < 0 || t->pid <= 0 || t->tid <= 0)
+        if (!sched_target_pinned(t))
                 return -EINVAL;
 
-        r = pidfd_exited(t->pidfd);
+        /* Both while pinning; afterwards whichever the target keeps (see sched_target_pin). */
+        r = pidfds_exited(t->pidfd, t->tidfd);
         if (r != 0)
                 return r < 0 ? r : -ESRCH;
-        if (t->tidfd >= 0) {
-                r = pidfd_exited(t->tidfd);
-                if (r != 0)
-                        return r < 0 ? r : -ESRCH;
-        }
+        if (t->tidfd >= 0)
+                return 0; /* see sched.h: the thread pidfd alone proves it is the same thread */
 
         r = sched_read_start_time(t->pid, t->tid, &st);
         if (r == -ENOENT)
@@ -267,7 +310,7 @@ int sched_apply_deadline(const SchedTarget *t, uint64_t runtime, uint64_t deadli
         SchedAttr prev, a;
         int r;
 
-        if (!t || t->pidfd < 0)
+        if (!sched_target_pinned(t))
                 return -EINVAL;
         if (flags & ~(uint64_t) SCHED_APPLY_FLAGS)
                 return -EINVAL;
@@ -311,7 +354,7 @@ int sched_release(const SchedTarget *t) {
         };
         int r;
 
-        if (!t || t->pidfd < 0)
+        if (!sched_target_pinned(t))
                 return -EINVAL;
 
         r = sched_target_verify(t);

@@ -22,8 +22,8 @@
  *
  * The idea: a thread id that crosses a trust boundary can be recycled at any moment. So a thread is
  * first *pinned*: a pidfd of its process (which cannot be reused while we hold it), a pidfd of the
- * thread itself where the kernel has PIDFD_THREAD (6.9+), and the thread's start time from
- * /proc/PID/task/TID/stat. Every change is "verify, apply, verify again, roll back if the second
+ * thread itself where the kernel has PIDFD_THREAD (6.9+; then that one is all a target keeps), and
+ * the thread's start time from /proc/PID/task/TID/stat. Every change is "verify, apply, verify again, roll back if the second
  * verify fails" (rtkit's process_set_realtime), so a recycled id is at worst touched for the
  * microseconds between the two checks and then restored.
  *
@@ -77,13 +77,16 @@ typedef struct SchedAttr {
 int sched_setattr_raw(pid_t tid, const SchedAttr *attr, unsigned flags);
 int sched_getattr_raw(pid_t tid, SchedAttr *attr, unsigned flags);
 
-/* A pinned thread. pidfd refers to the process pid, tidfd to the thread tid (-1 on kernels without
- * PIDFD_THREAD); start_time is field 22 of /proc/pid/task/tid/stat, in clock ticks since boot. */
+/* A pinned thread. tidfd refers to the thread tid where the kernel has PIDFD_THREAD, and is then the
+ * only fd kept (pidfd is -1); elsewhere pidfd refers to the process pid and tidfd is -1. start_time
+ * is field 22 of /proc/pid/task/tid/stat, in clock ticks since boot; kernel_thread whether its flags
+ * (field 9) had PF_KTHREAD, read in the same pass. */
 typedef struct SchedTarget {
         pid_t pid, tid;
         int pidfd;
         int tidfd;
         uint64_t start_time;
+        bool kernel_thread;
 } SchedTarget;
 
 #define SCHED_TARGET_NULL ((SchedTarget) { .pidfd = -1, .tidfd = -1 })
@@ -94,10 +97,16 @@ typedef struct SchedTarget {
  * file cannot be parsed, or another -errno. */
 int sched_target_pin(pid_t pid, pid_t tid, SchedTarget *ret);
 
-/* Check that the pinned thread is still the same live thread: process and thread not exited (pidfd
- * and tidfd polled), tid still in pid, same start time. Returns 0, -ESRCH if it is gone or was
- * replaced, -EINVAL for an unpinned target, or another -errno. */
+/* Check that the pinned thread is still the same live thread. With a thread pidfd this is one poll()
+ * and nothing else: a pidfd names one struct pid, whose number is freed only after its task is
+ * released, and then the pidfd reports POLLHUP; so while the tidfd reports the thread alive (not
+ * even a zombie) the tid still names it, and a thread never changes its process. Without one, the
+ * stat file is read again: tid still in pid, same start time, the process alive after the read.
+ * Returns 0, -ESRCH if it is gone or was replaced, -EINVAL for an unpinned target, or -errno. */
 int sched_target_verify(const SchedTarget *t);
+
+/* Whether t holds a pinned thread (an fd and ids). */
+bool sched_target_pinned(const SchedTarget *t);
 
 /* Close the target's fds and reset it to SCHED_TARGET_NULL. Accepts NULL and unpinned targets. */
 void sched_target_done(SchedTarget *t);
@@ -139,5 +148,11 @@ int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret);
 /* Parse the start time out of the text of a stat file (buf[0..len), need not be NUL-terminated).
  * Pure. Returns 0 and *ret, or -EBADMSG. */
 int sched_parse_start_time(const char *buf, size_t len, uint64_t *ret);
+
+/* The same, also returning field 9 (the task's PF_* flags) in *ret_flags if not NULL. */
+int sched_parse_stat(const char *buf, size_t len, uint64_t *ret_start_time, uint64_t *ret_flags);
+
+/* PF_KTHREAD in field 9 (include/linux/sched.h): a kernel thread. */
+#define SCHED_PF_KTHREAD UINT64_C(0x00200000)
 
 #endif /* EDFD_DAEMON_SCHED_H */

@@ -116,6 +116,18 @@ static void need_root(void) {
                 cr_skip_test("SCHED_DEADLINE needs root (CAP_SYS_NICE)");
 }
 
+/* Make t what a kernel without PIDFD_THREAD gives: a process pidfd, no thread pidfd, so that verify
+ * reads the stat file. */
+static void as_old_kernel(SchedTarget *t) {
+        if (t->tidfd < 0)
+                return;
+        close(t->tidfd);
+        t->tidfd = -1;
+        if (t->pidfd < 0)
+                t->pidfd = (int) syscall(SYS_pidfd_open, t->pid, 0);
+        cr_assert_geq(t->pidfd, 0, "pidfd_open: %m");
+}
+
 /* Apply, retrying briefly on EBUSY (another test's bandwidth on its way back); skip if the machine
  * stays full. */
 static void apply_or_skip(const SchedTarget *t, uint64_t runtime, uint64_t deadline, uint64_t period) {
@@ -143,7 +155,9 @@ Test(sched, apply_read_back_release) {
         cr_assert_eq(r, 0, "pin: %s", strerror(-r));
         cr_expect_eq(t.pid, s.pid);
         cr_expect_eq(t.tid, s.pid);
-        cr_expect_geq(t.pidfd, 0);
+        cr_expect(sched_target_pinned(&t));
+        cr_expect((t.pidfd >= 0) != (t.tidfd >= 0), "one fd: the thread's (PIDFD_THREAD) or else the process's (%d, %d)",
+                  t.pidfd, t.tidfd);
         cr_expect_gt(t.start_time, 0);
         cr_expect_eq(sched_target_verify(&t), 0);
 
@@ -276,14 +290,18 @@ Test(sched, pin_errors) {
         cr_expect_eq(sched_apply_deadline(&t, 1 * MS, 100 * MS, 100 * MS, 0), -EINVAL);
         cr_expect_eq(sched_release(&t), -EINVAL);
 
-        /* A target whose start time does not match (the tid was recycled): refused, untouched. */
+        /* A target whose start time does not match (the tid was recycled): refused, untouched. With a
+         * thread pidfd held the tid cannot be recycled at all, so this is the check of kernels without
+         * PIDFD_THREAD: drop the tidfd from the copy. */
         cr_assert_eq(sched_target_pin(s.pid, s.pid, &t), 0);
-        u = t;
+        cr_assert_eq(sched_target_pin(s.pid, s.pid, &u), 0);
+        as_old_kernel(&u);
         u.start_time++;
         cr_expect_eq(sched_target_verify(&u), -ESRCH);
         cr_expect_eq(sched_apply_deadline(&u, 1 * MS, 100 * MS, 100 * MS, 0), -ESRCH);
         cr_expect_eq(sched_release(&u), -ESRCH);
         cr_expect_eq(sched_target_verify(&t), 0);
+        sched_target_done(&u);
 
         sleeper_stop(&s);
         sched_target_done(&t);
@@ -420,6 +438,74 @@ Test(sched, parse_start_time) {
         cr_expect_eq(sched_parse_start_time("no parens at all", 16, &v), -EBADMSG);
         cr_expect_eq(sched_parse_start_time("1 x) S", 6, &v), -EBADMSG, "')' without '('");
         cr_expect_eq(sched_parse_start_time("", 0, &v), -EBADMSG);
+}
+
+/* Field 9 (the task's flags) comes out of the same pass; a bad one is a bad line. */
+Test(sched, parse_stat_flags) {
+        static const char ok[] = "7 (kworker/0:1) I 2 0 0 0 -1 69238880 0 0 0 0 0 0 0 0 20 0 1 0 42 0 0\n";
+        static const char bad[] = "7 (k) I 2 0 0 0 -1 6923x880 0 0 0 0 0 0 0 0 20 0 1 0 42 0 0\n";
+        uint64_t st = 0, flags = 0;
+
+        cr_assert_eq(sched_parse_stat(ok, sizeof ok - 1, &st, &flags), 0);
+        cr_expect_eq(st, 42);
+        cr_expect_eq(flags, 69238880);
+        cr_expect(flags & SCHED_PF_KTHREAD, "69238880 has PF_KTHREAD");
+        cr_expect_eq(sched_parse_stat(bad, sizeof bad - 1, &st, &flags), -EBADMSG);
+        /* Without the flags asked for, only the start time matters. */
+        cr_expect_eq(sched_parse_stat(bad, sizeof bad - 1, &st, NULL), 0);
+        cr_expect_eq(st, 42);
+}
+
+static void *block_on_pipe(void *arg) {
+        int *fds = arg;
+        pid_t tid = (pid_t) syscall(SYS_gettid);
+        char c;
+
+        if (write(fds[3], &tid, sizeof tid) != sizeof tid)
+                return NULL;
+        (void) read(fds[0], &c, 1);
+        return NULL;
+}
+
+/* A thread that ends while its process lives on fails verify, with the thread pidfd (one poll) and
+ * without it (the stat file, as on kernels before 6.9: simulated by dropping the tidfd). */
+Test(sched, ended_thread_fails_verify) {
+        for (int with_tidfd = 1; with_tidfd >= 0; with_tidfd--) {
+                SchedTarget t = SCHED_TARGET_NULL;
+                int fds[4];
+                pthread_t th;
+                pid_t tid;
+
+                cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+                cr_assert_eq(pipe2(fds + 2, O_CLOEXEC), 0);
+                cr_assert_eq(pthread_create(&th, NULL, block_on_pipe, fds), 0);
+                cr_assert_eq(read(fds[2], &tid, sizeof tid), (ssize_t) sizeof tid);
+                cr_assert_eq(sched_target_pin(getpid(), tid, &t), 0);
+                if (!with_tidfd)
+                        as_old_kernel(&t);
+                cr_expect_eq(sched_target_verify(&t), 0, "the thread lives (tidfd %d)", with_tidfd);
+                close(fds[1]);
+                cr_assert_eq(pthread_join(th, NULL), 0);
+                cr_expect_eq(sched_target_verify(&t), -ESRCH, "the thread ended (tidfd %d)", with_tidfd);
+                cr_expect_eq(sched_apply_deadline(&t, 1 * MS, 100 * MS, 100 * MS, 0), -ESRCH);
+                sched_target_done(&t);
+                close(fds[0]);
+                close(fds[2]);
+                close(fds[3]);
+        }
+}
+
+/* pin reads PF_KTHREAD along with the start time: kthreadd (pid 2) is a kernel thread, we are not. */
+Test(sched, pin_knows_kernel_threads) {
+        SchedTarget t = SCHED_TARGET_NULL;
+
+        cr_assert_eq(sched_target_pin(getpid(), getpid(), &t), 0);
+        cr_expect(!t.kernel_thread);
+        sched_target_done(&t);
+        if (sched_target_pin(2, 2, &t) < 0)
+                cr_skip_test("cannot pin pid 2 (kthreadd) here: %m");
+        cr_expect(t.kernel_thread, "pid 2 is kthreadd, a kernel thread");
+        sched_target_done(&t);
 }
 
 /* ---- headroom probe ----
