@@ -274,13 +274,13 @@ int main(int argc, char *argv[]) {
                 bench_row("edfd RSS, idle", a, b, c, "< 4 MiB", bench_verdict(idle < 4 * 1024));
         }
 
-        /* edfd holds a pidfd per reserved process and one per thread (PIDFD_THREAD, 6.9+): two fds a
-         * reservation. Where the fd limit cannot be raised (a container without CAP_SYS_RESOURCE),
-         * admit what fits and project to the requested number from the per-reservation growth. */
+        /* edfd holds one pidfd per reservation (the thread's, with PIDFD_THREAD; else the process's).
+         * Where the fd limit cannot be raised that far (a container without CAP_SYS_RESOURCE), admit
+         * what fits and project to the requested number from the per-reservation growth. */
         uint64_t wanted = n_res;
         long left = fds_left(edfd);
-        if (left > 0 && (uint64_t) (left - 64) / 2 < n_res) {
-                n_res = (uint64_t) (left - 64) / 2;
+        if (left > 0 && (uint64_t) (left - 64) < n_res) {
+                n_res = (uint64_t) (left - 64);
                 printf("edfd may open only %ld more fds (RLIMIT_NOFILE): %" PRIu64 " reservations instead of %" PRIu64
                        ", and the RSS projected to %" PRIu64 "\n",
                        left, n_res, wanted, wanted);
