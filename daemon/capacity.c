@@ -128,7 +128,7 @@ int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threa
                 while ((te = readdir(task))) {
                         SchedInfo si;
                         const Reservation *r;
-                        uint64_t bw, start;
+                        uint64_t bw;
                         pid_t tid;
 
                         if (!is_number(te->d_name))
@@ -137,8 +137,7 @@ int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threa
                         if (sched_get(tid, &si) < 0 || si.policy != SCHED_DEADLINE || thread_dead(de->d_name, tid))
                                 continue;
                         r = tree_find_thread(t, (uint32_t) tid);
-                        if (r && sched_read_start_time((pid_t) atoi(de->d_name), tid, &start) == 0 &&
-                            start == r->start_time)
+                        if (r && sched_thread_is((pid_t) atoi(de->d_name), tid, r->identity) == 1)
                                 continue;
                         if (bw_of(si.runtime, si.period, &bw) == 0 && !__builtin_add_overflow(total, bw, &total))
                                 n++;

@@ -366,7 +366,7 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
 
         /* Decide. */
         spec = (ReservationSpec) {
-                .pid = pid, .tid = tid, .uid = owner, .start_time = t.start_time, .params = p, .flags = req->flags,
+                .pid = pid, .tid = tid, .uid = owner, .identity = t.identity, .params = p, .flags = req->flags,
         };
         r = reservation_admit(m->tree, g, &spec, &res, &rf);
         if (r != 0) {
@@ -840,7 +840,7 @@ int manager_reload(Manager *m, OpError *error) {
         for (const Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res)) {
                 Group *g = tree_find_group(t, res->group->path);
                 ReservationSpec spec = { .id = res->id, .pid = res->pid, .tid = res->tid, .uid = res->uid,
-                                         .start_time = res->start_time, .params = res->params, .flags = res->flags,
+                                         .identity = res->identity, .params = res->params, .flags = res->flags,
                                          .donor = res->donor, .donated = res->donated };
                 Refusal rf;
                 char buf[256];
@@ -1109,7 +1109,7 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
         if (r < 0)
                 return; /* the child is gone already: the donor keeps everything */
 
-        r = reservation_split_as(m->tree, donor, policy, (uint32_t) ev->tgid, (uint32_t) ev->pid, t.start_time,
+        r = reservation_split_as(m->tree, donor, policy, (uint32_t) ev->tgid, (uint32_t) ev->pid, t.identity,
                                  &child, &old, &rf);
         if (r != 0) {
                 char buf[256];
@@ -1209,8 +1209,8 @@ static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 
 /* --- adoption after a restart --- */
 
-static bool record_matches(const StateRecord *rec, const SchedTarget *t, const SchedInfo *si) {
-        return t->start_time == rec->start_time && same_params(si, &rec->params);
+static bool record_matches(const StateRecord *rec, bool same_thread, const SchedInfo *si) {
+        return same_thread && same_params(si, &rec->params);
 }
 
 /* A split child that ended while edfd was down: give its runtime back to its re-adopted donor, as
@@ -1225,7 +1225,7 @@ static void return_to_donor(Manager *m, const StateRecord *rec) {
         if (!d || !g)
                 return;
         ReservationSpec spec = { .id = rec->id, .pid = rec->pid, .tid = rec->tid, .uid = rec->uid,
-                                 .start_time = rec->start_time, .params = rec->params, .flags = rec->flags,
+                                 .identity = rec->identity, .params = rec->params, .flags = rec->flags,
                                  .donor = rec->donor, .donated = rec->donated };
         if (reservation_admit(m->tree, g, &spec, &tmp, NULL) != 0)
                 return;
@@ -1252,10 +1252,10 @@ static void adopt(Manager *m, const StateLoaded *l) {
                 Group *g;
                 Refusal rf;
                 char buf[256];
-                int r;
+                int r, same = 0;
 
                 r = sched_target_pin((pid_t) rec->pid, (pid_t) rec->tid, &t);
-                if (r < 0 || sched_get((pid_t) rec->tid, &si) < 0) {
+                if (r < 0 || sched_get((pid_t) rec->tid, &si) < 0 || (same = sched_target_is(&t, rec->identity)) < 0) {
                         sched_target_done(&t);
                         return_to_donor(m, rec);
                         gone++;
@@ -1263,7 +1263,7 @@ static void adopt(Manager *m, const StateLoaded *l) {
                 }
                 /* Parked at the zero-rounding bandwidth: edfd died in the middle of a release. Finish
                  * it, or the thread would crawl at 1024 ns every 4.19 s. */
-                if (t.start_time == rec->start_time && si.policy == SCHED_DEADLINE && si.runtime == SCHED_PARK_RUNTIME &&
+                if (same && si.policy == SCHED_DEADLINE && si.runtime == SCHED_PARK_RUNTIME &&
                     si.period == SCHED_PARK_PERIOD) {
                         log_notice("Thread %" PRIu32 " was being released when edfd stopped: release finished", rec->tid);
                         (void) sched_release(&t);
@@ -1273,11 +1273,11 @@ static void adopt(Manager *m, const StateLoaded *l) {
                         continue;
                 }
                 /* An unsettled intent: the kernel shows either it or the last committed record. */
-                if (!record_matches(rec, &t, &si)) {
-                        if (e->has_intent && e->has_committed && record_matches(&e->committed, &t, &si))
+                if (!record_matches(rec, same, &si)) {
+                        if (e->has_intent && e->has_committed && record_matches(&e->committed, same, &si))
                                 rec = &e->committed;
                         else {
-                                if (t.start_time == rec->start_time && si.policy == SCHED_DEADLINE)
+                                if (same && si.policy == SCHED_DEADLINE)
                                         log_notice("Thread %" PRIu32 " has parameters edfd did not give it: not "
                                                    "re-adopted (counted as unmanaged)",
                                                    rec->tid);
@@ -1288,8 +1288,9 @@ static void adopt(Manager *m, const StateLoaded *l) {
                         }
                 }
                 g = tree_find_group(m->tree, rec->group);
+                /* The thread's identity as this kernel gives it (a record may hold a start time). */
                 ReservationSpec spec = { .id = rec->id, .pid = rec->pid, .tid = rec->tid, .uid = rec->uid,
-                                         .start_time = rec->start_time, .params = rec->params, .flags = rec->flags,
+                                         .identity = t.identity, .params = rec->params, .flags = rec->flags,
                                          .donor = rec->donor, .donated = rec->donated };
                 r = g ? reservation_admit(m->tree, g, &spec, NULL, &rf) : -1;
                 if (r != 0) {

@@ -7,6 +7,8 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #endif
 
 _Static_assert(sizeof(SchedAttr) == 56, "SCHED_ATTR_SIZE_VER1");
+_Static_assert(sizeof(SchedPidfdInfo) == 64, "PIDFD_INFO_SIZE_VER0");
 
 int sched_setattr_raw(pid_t tid, const SchedAttr *attr, unsigned flags) {
         if (!attr)
@@ -193,50 +196,141 @@ static int missing_thread_error(int pidfd) {
         return r ? -ESRCH : -ENOENT;
 }
 
-int sched_target_pin(pid_t pid, pid_t tid, SchedTarget *ret) {
-        _cleanup_(sched_target_done) SchedTarget t = SCHED_TARGET_NULL;
+/* The same without a pidfd at hand: -ESRCH also when pid is not a process but a thread id. */
+static int missing_thread(pid_t pid) {
+        int fd = pidfd_open_raw(pid, 0), r;
+
+        if (fd < 0)
+                return fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM ? fd : -ESRCH;
+        r = missing_thread_error(fd);
+        close(fd);
+        return r;
+}
+
+/* What this kernel has, learned at the first pin: 1 yes, 0 no, -1 not known yet. */
+static int have_thread_pidfd = -1, have_pidfd_info = -1;
+
+/* The fast way (6.13+): a thread pidfd, and PIDFD_GET_INFO on it for the thread group (tid in pid,
+ * and pid a process) and the parent (kernel threads are kthreadd, pid 2, and its children; a
+ * user-mode helper that kthreadd started is refused with them, which costs nobody anything). No /proc
+ * at all. Returns 1 with *t filled (tidfd, kernel_thread), 0 if this kernel cannot (t untouched),
+ * or -errno as sched_target_pin. */
+static int pin_by_thread_pidfd(pid_t pid, pid_t tid, SchedTarget *t) {
+        SchedPidfdInfo info = { .mask = SCHED_PIDFD_INFO_PID };
+        int fd;
+
+        if (have_thread_pidfd == 0 || have_pidfd_info == 0)
+                return 0;
+        fd = pidfd_open_raw(tid, PIDFD_THREAD);
+        if (fd == -EINVAL && have_thread_pidfd < 0) {
+                have_thread_pidfd = 0; /* before 6.9 */
+                return 0;
+        }
+        if (fd == -ESRCH)
+                return missing_thread(pid);
+        if (fd < 0)
+                return fd;
+        have_thread_pidfd = 1;
+
+        if (ioctl(fd, SCHED_PIDFD_GET_INFO, &info) < 0) {
+                int r = -errno;
+
+                close(fd);
+                if ((r == -ENOTTY || r == -EINVAL) && have_pidfd_info < 0) {
+                        have_pidfd_info = 0; /* 6.9 to 6.12 */
+                        return 0;
+                }
+                return r == -ESRCH ? missing_thread(pid) : r; /* ESRCH: the thread was reaped meanwhile */
+        }
+        have_pidfd_info = 1;
+        if (info.tgid != (uint32_t) pid) {
+                close(fd);
+                return missing_thread(pid);
+        }
+        t->tidfd = fd;
+        t->kernel_thread = info.pid == 2 || info.ppid == 2;
+        return 1;
+}
+
+/* The way through /proc: a pidfd of the process (pid cannot name anyone else while we hold it), a
+ * thread pidfd where the kernel has one, and /proc/pid/task/tid/stat, which exists only if tid is a
+ * thread of pid (procfs checks the thread group), for PF_KTHREAD and the start time. */
+static int pin_by_proc(pid_t pid, pid_t tid, bool thread_pidfd, SchedTarget *t, uint64_t *ret_start_time) {
+        uint64_t flags = 0;
         int r;
+
+        r = pidfd_open_raw(pid, 0);
+        if (r == -EINVAL || r == -ENOENT)
+                return -ESRCH; /* pid exists only as a thread id, not as a process (6.18: ENOENT) */
+        if (r < 0)
+                return r;
+        t->pidfd = r;
+
+        if (thread_pidfd && have_thread_pidfd != 0) {
+                r = pidfd_open_raw(tid, PIDFD_THREAD);
+                if (r == -ESRCH)
+                        return missing_thread_error(t->pidfd);
+                if (r >= 0) {
+                        have_thread_pidfd = 1;
+                        t->tidfd = r;
+                } else if (r == -EINVAL)
+                        have_thread_pidfd = 0;
+                else
+                        return r;
+        }
+
+        r = read_stat(pid, tid, ret_start_time, &flags);
+        if (r == -ENOENT)
+                return missing_thread_error(t->pidfd);
+        if (r < 0)
+                return r;
+        t->kernel_thread = (flags & SCHED_PF_KTHREAD) != 0;
+        return 0;
+}
+
+/* The pidfs inode number of a pidfd, tagged: unique for the boot. */
+static int pidfs_identity(int fd, uint64_t *ret) {
+        struct stat st;
+
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        *ret = (uint64_t) st.st_ino | SCHED_IDENTITY_PIDFS;
+        return 0;
+}
+
+static int pin(pid_t pid, pid_t tid, bool modern, SchedTarget *ret) {
+        _cleanup_(sched_target_done) SchedTarget t = SCHED_TARGET_NULL;
+        uint64_t start_time = 0;
+        int r = 0;
 
         if (pid <= 0 || tid <= 0 || !ret)
                 return -EINVAL;
         t.pid = pid;
         t.tid = tid;
 
-        /* The process first: while we hold its pidfd and it is alive, pid cannot name anyone else. */
-        r = pidfd_open_raw(pid, 0);
-        if (r == -EINVAL || r == -ENOENT)
-                return -ESRCH; /* pid exists only as a thread id, not as a process (6.18: ENOENT) */
+        if (modern)
+                r = pin_by_thread_pidfd(pid, tid, &t);
+        if (r == 0)
+                r = pin_by_proc(pid, tid, modern, &t, &start_time);
         if (r < 0)
                 return r;
-        t.pidfd = r;
+        if (t.tidfd >= 0) {
+                r = pidfs_identity(t.tidfd, &t.identity);
+                if (r < 0)
+                        return r;
+        } else
+                t.identity = start_time;
 
-        /* Then the thread itself, on kernels that can (6.9+; older ones say EINVAL to the flag). */
-        r = pidfd_open_raw(tid, PIDFD_THREAD);
-        if (r == -ESRCH)
-                return missing_thread_error(t.pidfd);
-        if (r >= 0)
-                t.tidfd = r;
-        else if (r != -EINVAL)
-                return r;
-
-        /* /proc/pid/task/tid exists only if tid is a thread of pid (procfs checks the thread group). */
-        uint64_t flags = 0;
-        r = read_stat(pid, tid, &t.start_time, &flags);
-        if (r == -ENOENT)
-                return missing_thread_error(t.pidfd);
-        if (r < 0)
-                return r;
-        t.kernel_thread = (flags & SCHED_PF_KTHREAD) != 0;
-
-        /* Still alive after the read: then what we read was about the threads our fds name. */
+        /* Still alive after the checks: then what they found was about the threads our fds name (and
+         * the thread is not a zombie). */
         r = sched_target_verify(&t);
         if (r < 0)
                 return r;
 
-        /* With a thread pidfd the process pidfd has done its job (tid is in pid, checked above, and a
+        /* With a thread pidfd a process pidfd has done its job (tid is in pid, checked above, and a
          * thread never leaves its process; the thread ends when the process does): one fd a target,
          * so that 10,000 reservations fit in a 20,000 fd limit. */
-        if (t.tidfd >= 0) {
+        if (t.tidfd >= 0 && t.pidfd >= 0) {
                 close(t.pidfd);
                 t.pidfd = -1;
         }
@@ -244,6 +338,51 @@ int sched_target_pin(pid_t pid, pid_t tid, SchedTarget *ret) {
         *ret = t;
         t = SCHED_TARGET_NULL;
         return 0;
+}
+
+int sched_target_pin(pid_t pid, pid_t tid, SchedTarget *ret) {
+        return pin(pid, tid, true, ret);
+}
+
+int sched_target_pin_via_proc(pid_t pid, pid_t tid, SchedTarget *ret) {
+        return pin(pid, tid, false, ret);
+}
+
+int sched_target_is(const SchedTarget *t, uint64_t identity) {
+        uint64_t st;
+        int r;
+
+        if (!sched_target_pinned(t))
+                return -EINVAL;
+        if ((identity & SCHED_IDENTITY_PIDFS) || !(t->identity & SCHED_IDENTITY_PIDFS))
+                return t->identity == identity;
+
+        /* A start time (recorded by an edfd on a kernel without pidfs, or before identities were
+         * pidfs inodes) against a pidfs target: read the start time, then check the target is still
+         * the thread it was read about. */
+        r = sched_read_start_time(t->pid, t->tid, &st);
+        if (r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        r = sched_target_verify(t);
+        if (r == -ESRCH)
+                return 0;
+        if (r < 0)
+                return r;
+        return st == identity;
+}
+
+int sched_thread_is(pid_t pid, pid_t tid, uint64_t identity) {
+        _cleanup_(sched_target_done) SchedTarget t = SCHED_TARGET_NULL;
+        int r;
+
+        r = sched_target_pin(pid, tid, &t);
+        if (r == -ESRCH || r == -ENOENT)
+                return 0;
+        if (r < 0)
+                return r;
+        return sched_target_is(&t, identity);
 }
 
 int sched_target_verify(const SchedTarget *t) {
@@ -265,7 +404,7 @@ int sched_target_verify(const SchedTarget *t) {
                 return -ESRCH;
         if (r < 0)
                 return r;
-        if (st != t->start_time)
+        if (st != t->identity)
                 return -ESRCH; /* tid was recycled inside the same process */
 
         /* And once more: had the process died between the poll and the read, pid could have been

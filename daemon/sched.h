@@ -34,6 +34,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/types.h>
 
 #ifndef SCHED_DEADLINE
@@ -77,25 +78,45 @@ typedef struct SchedAttr {
 int sched_setattr_raw(pid_t tid, const SchedAttr *attr, unsigned flags);
 int sched_getattr_raw(pid_t tid, SchedAttr *attr, unsigned flags);
 
+/* A thread's identity, as the state records keep it to recognize the thread after a restart: where
+ * the kernel has thread pidfds (pidfs, 6.9+), the inode number of the thread's pidfd with bit 63 set
+ * (pidfs numbers its inodes from a 64-bit counter: unique for the boot); elsewhere the thread's
+ * start time, field 22 of /proc/pid/task/tid/stat, in clock ticks since boot (bit 63 clear). */
+#define SCHED_IDENTITY_PIDFS (UINT64_C(1) << 63)
+
 /* A pinned thread. tidfd refers to the thread tid where the kernel has PIDFD_THREAD, and is then the
- * only fd kept (pidfd is -1); elsewhere pidfd refers to the process pid and tidfd is -1. start_time
- * is field 22 of /proc/pid/task/tid/stat, in clock ticks since boot; kernel_thread whether its flags
- * (field 9) had PF_KTHREAD, read in the same pass. */
+ * only fd kept (pidfd is -1); elsewhere pidfd refers to the process pid and tidfd is -1.
+ * kernel_thread: whether it is a kernel thread (PF_KTHREAD, or a child of kthreadd where pidfd info
+ * told). */
 typedef struct SchedTarget {
         pid_t pid, tid;
         int pidfd;
         int tidfd;
-        uint64_t start_time;
+        uint64_t identity;
         bool kernel_thread;
 } SchedTarget;
 
 #define SCHED_TARGET_NULL ((SchedTarget) { .pidfd = -1, .tidfd = -1 })
 
-/* Pin thread tid of process pid. Returns 0 and fills *ret (the caller owns the fds: call
- * sched_target_done()), -EINVAL for pid or tid <= 0, -ESRCH if process pid does not exist (or is
- * not a process but a thread id), -ENOENT if it exists but has no thread tid, -EBADMSG if its stat
- * file cannot be parsed, or another -errno. */
+/* Pin thread tid of process pid. On 6.13+ this is a thread pidfd and PIDFD_GET_INFO (thread group
+ * and parent), no /proc; before, a process pidfd, a thread pidfd where there are any, and the stat
+ * file. Returns 0 and fills *ret (the caller owns the fds: call sched_target_done()), -EINVAL for
+ * pid or tid <= 0, -ESRCH if process pid does not exist (or is not a process but a thread id),
+ * -ENOENT if it exists but has no thread tid, -EBADMSG if its stat file cannot be parsed, or another
+ * -errno. */
 int sched_target_pin(pid_t pid, pid_t tid, SchedTarget *ret);
+
+/* The same the way kernels before 6.9 allow: a process pidfd and the stat file, no thread pidfd (the
+ * identity is then the start time). For tests and comparisons on newer kernels. */
+int sched_target_pin_via_proc(pid_t pid, pid_t tid, SchedTarget *ret);
+
+/* Whether the pinned thread is the one with identity (as recorded, maybe by an earlier edfd): 1 yes,
+ * 0 no, or -errno. A recorded start time is checked against the thread's, read from /proc. */
+int sched_target_is(const SchedTarget *t, uint64_t identity);
+
+/* The same for thread tid of process pid, pinned for the check: 1, 0 (also when it does not exist),
+ * or -errno. */
+int sched_thread_is(pid_t pid, pid_t tid, uint64_t identity);
 
 /* Check that the pinned thread is still the same live thread. With a thread pidfd this is one poll()
  * and nothing else: a pidfd names one struct pid, whose number is freed only after its task is
@@ -154,5 +175,17 @@ int sched_parse_stat(const char *buf, size_t len, uint64_t *ret_start_time, uint
 
 /* PF_KTHREAD in field 9 (include/linux/sched.h): a kernel thread. */
 #define SCHED_PF_KTHREAD UINT64_C(0x00200000)
+
+/* The kernel's struct pidfd_info (include/uapi/linux/pidfd.h, 6.13+), its first published 64 bytes,
+ * under our own name: Debian 12's headers do not have it. */
+typedef struct SchedPidfdInfo {
+        uint64_t mask;
+        uint64_t cgroupid;
+        uint32_t pid, tgid, ppid;
+        uint32_t ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+        int32_t exit_code;
+} SchedPidfdInfo;
+#define SCHED_PIDFD_INFO_PID UINT64_C(1)
+#define SCHED_PIDFD_GET_INFO _IOWR(0xFF, 11, SchedPidfdInfo) /* PIDFS_IOCTL_MAGIC, 11 */
 
 #endif /* EDFD_DAEMON_SCHED_H */

@@ -152,7 +152,7 @@ static void format_record(char *buf, size_t size, char type, const StateRecord *
         snprintf(buf, size,
                  "%c %" PRIu64 " %" PRIu32 " %" PRIu32 " %" PRIu32 " %" PRIu64 " %s %" PRIu64 " %" PRIu64 " %" PRIu64
                  " %" PRIu64 " %" PRIu64 " %" PRIu64,
-                 type, r->id, r->pid, r->tid, r->uid, r->start_time, r->group, r->params.runtime, r->params.deadline,
+                 type, r->id, r->pid, r->tid, r->uid, r->identity, r->group, r->params.runtime, r->params.deadline,
                  r->params.period, r->flags, r->donor, r->donated);
 }
 
@@ -194,7 +194,7 @@ void state_record_from(StateRecord *ret, const Reservation *r) {
                 .pid = r->pid,
                 .tid = r->tid,
                 .uid = r->uid,
-                .start_time = r->start_time,
+                .identity = r->identity,
                 .params = r->params,
                 .flags = r->flags,
                 .donor = r->donor,
@@ -289,7 +289,7 @@ static int parse_record(char **f, size_t n, StateRecord *ret) {
         StateRecord r = {};
 
         if (n != 13 || parse_u64(f[1], &r.id) < 0 || r.id == 0 || parse_u32(f[2], &r.pid) < 0 ||
-            parse_u32(f[3], &r.tid) < 0 || parse_u32(f[4], &r.uid) < 0 || parse_u64(f[5], &r.start_time) < 0 ||
+            parse_u32(f[3], &r.tid) < 0 || parse_u32(f[4], &r.uid) < 0 || parse_u64(f[5], &r.identity) < 0 ||
             !group_path_valid(f[6]) || parse_u64(f[7], &r.params.runtime) < 0 ||
             parse_u64(f[8], &r.params.deadline) < 0 || parse_u64(f[9], &r.params.period) < 0 ||
             parse_u64(f[10], &r.flags) < 0 || parse_u64(f[11], &r.donor) < 0 || parse_u64(f[12], &r.donated) < 0)

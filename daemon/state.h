@@ -13,7 +13,7 @@
  *
  * Record types:
  *   A  a reservation as it is now (admitted, adopted, updated, split): the full record
- *      "A id pid tid uid start_time group runtime deadline period flags donor donated"
+ *      "A id pid tid uid identity group runtime deadline period flags donor donated"
  *   I  an intent: the kernel is about to be changed to match this record. Settled on restart by
  *      asking the kernel which of the intent and the last A record it shows.
  *   R  a reservation ended
@@ -37,7 +37,7 @@
 typedef struct StateRecord {
         uint64_t id;
         uint32_t pid, tid, uid;
-        uint64_t start_time;
+        uint64_t identity;
         char group[GROUP_PATH_MAX + 1];
         DlParams params;
         uint64_t flags;

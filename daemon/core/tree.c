@@ -704,7 +704,7 @@ int reservation_admit(Tree *t, Group *g, const ReservationSpec *spec, Reservatio
                 .pid = spec->pid,
                 .tid = spec->tid,
                 .uid = spec->uid,
-                .start_time = spec->start_time,
+                .identity = spec->identity,
                 .params = p,
                 .bw = bw,
                 .flags = spec->flags,
@@ -762,14 +762,14 @@ int reservation_update(Tree *t, Reservation *r, const DlParams *params, Refusal 
 }
 
 int reservation_split(Tree *t, Reservation *donor, bool is_thread, uint32_t child_pid, uint32_t child_tid,
-                      uint64_t child_start_time, Reservation **ret_child, DlParams *ret_donor_old,
+                      uint64_t child_identity, Reservation **ret_child, DlParams *ret_donor_old,
                       Refusal *ret_refusal) {
         return reservation_split_as(t, donor, is_thread ? donor->group->threads : donor->group->fork, child_pid,
-                                    child_tid, child_start_time, ret_child, ret_donor_old, ret_refusal);
+                                    child_tid, child_identity, ret_child, ret_donor_old, ret_refusal);
 }
 
 int reservation_split_as(Tree *t, Reservation *donor, ForkPolicy policy, uint32_t child_pid, uint32_t child_tid,
-                         uint64_t child_start_time, Reservation **ret_child, DlParams *ret_donor_old,
+                         uint64_t child_identity, Reservation **ret_child, DlParams *ret_donor_old,
                          Refusal *ret_refusal) {
         Group *g = donor->group;
         DlParams old = donor->params, half;
@@ -794,7 +794,7 @@ int reservation_split_as(Tree *t, Reservation *donor, ForkPolicy policy, uint32_
                 .pid = child_pid,
                 .tid = child_tid,
                 .uid = donor->uid,
-                .start_time = child_start_time,
+                .identity = child_identity,
                 .params = donor->params,
                 .bw = donor->bw,
                 .flags = donor->flags,

@@ -131,7 +131,7 @@ typedef struct ReservationSpec {
         uint64_t id;                 /* 0: take the next id; else re-adopt with this id (< UINT64_MAX) */
         uint32_t pid, tid;
         uint32_t uid;                /* the owner the limits are charged to */
-        uint64_t start_time;         /* the thread's start time, opaque to the core */
+        uint64_t identity;           /* the thread's identity (sched.h), opaque to the core */
         DlParams params;             /* deadline 0 means the period */
         uint64_t flags;              /* opaque to the core */
         uint64_t donor;              /* re-adoption only: the id this one was split from, or 0 */
@@ -144,7 +144,7 @@ struct Reservation {
         Reservation *group_prev, *group_next; /* in the group, in admission order */
         Reservation *proc_next;               /* others of the same process */
         uint32_t pid, tid, uid;
-        uint64_t start_time;
+        uint64_t identity;
         DlParams params;
         uint64_t bw;
         uint64_t flags;
@@ -250,12 +250,12 @@ int reservation_update(Tree *t, Reservation *r, const DlParams *params, Refusal 
  * changed: split), ADMIT_FORK_NONE, ADMIT_SPLIT_TOO_SMALL, ADMIT_ALREADY_ADMITTED, or -ENOMEM.
  * *ret_donor_old receives the donor's parameters before the split, for rollback. */
 int reservation_split(Tree *t, Reservation *donor, bool is_thread, uint32_t child_pid, uint32_t child_tid,
-                      uint64_t child_start_time, Reservation **ret_child, DlParams *ret_donor_old,
+                      uint64_t child_identity, Reservation **ret_child, DlParams *ret_donor_old,
                       Refusal *ret_refusal);
 /* The same with the policy given by the caller (e.g. FORK_SPLIT where the owner's limits leave no
  * room for FORK_INHERIT). */
 int reservation_split_as(Tree *t, Reservation *donor, ForkPolicy policy, uint32_t child_pid, uint32_t child_tid,
-                         uint64_t child_start_time, Reservation **ret_child, DlParams *ret_donor_old,
+                         uint64_t child_identity, Reservation **ret_child, DlParams *ret_donor_old,
                          Refusal *ret_refusal);
 
 /* Every reservation: start with reservation_next(t, NULL); group by group in pre-order, each

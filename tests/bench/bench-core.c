@@ -103,7 +103,7 @@ static ReservationSpec spec_for(uint32_t i) {
                 .pid = 1 + i / 8,
                 .tid = 1 + i,
                 .uid = 1000 + i % 50,
-                .start_time = i,
+                .identity = i,
                 .params = { 10 * NSEC_PER_MSEC, 0, 100 * NSEC_PER_MSEC },
         };
 }

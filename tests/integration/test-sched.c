@@ -116,18 +116,6 @@ static void need_root(void) {
                 cr_skip_test("SCHED_DEADLINE needs root (CAP_SYS_NICE)");
 }
 
-/* Make t what a kernel without PIDFD_THREAD gives: a process pidfd, no thread pidfd, so that verify
- * reads the stat file. */
-static void as_old_kernel(SchedTarget *t) {
-        if (t->tidfd < 0)
-                return;
-        close(t->tidfd);
-        t->tidfd = -1;
-        if (t->pidfd < 0)
-                t->pidfd = (int) syscall(SYS_pidfd_open, t->pid, 0);
-        cr_assert_geq(t->pidfd, 0, "pidfd_open: %m");
-}
-
 /* Apply, retrying briefly on EBUSY (another test's bandwidth on its way back); skip if the machine
  * stays full. */
 static void apply_or_skip(const SchedTarget *t, uint64_t runtime, uint64_t deadline, uint64_t period) {
@@ -158,7 +146,9 @@ Test(sched, apply_read_back_release) {
         cr_expect(sched_target_pinned(&t));
         cr_expect((t.pidfd >= 0) != (t.tidfd >= 0), "one fd: the thread's (PIDFD_THREAD) or else the process's (%d, %d)",
                   t.pidfd, t.tidfd);
-        cr_expect_gt(t.start_time, 0);
+        cr_expect_neq(t.identity, 0);
+        if (t.tidfd >= 0)
+                cr_expect(t.identity & SCHED_IDENTITY_PIDFS, "a thread pidfd's identity is its pidfs inode");
         cr_expect_eq(sched_target_verify(&t), 0);
 
         apply_or_skip(&t, 1 * MS, 100 * MS, 100 * MS);
@@ -277,15 +267,22 @@ Test(sched, pin_errors) {
         need_root();
         s = sleeper_start(false, false);
 
-        /* Our own pid is a live thread, but not one of s.pid's. */
-        cr_expect_eq(sched_target_pin(s.pid, getpid(), &t), -ENOENT, "tid of another process");
-        cr_expect_eq(t.pidfd, -1, "ret written on failure");
-        cr_expect_eq(sched_target_pin(s.pid, INT32_MAX, &t), -ENOENT, "tid that does not exist");
-        cr_expect_eq(sched_target_pin(INT32_MAX, INT32_MAX, &t), -ESRCH, "pid that does not exist");
-        cr_expect_eq(sched_target_pin(0, 1, &t), -EINVAL);
-        cr_expect_eq(sched_target_pin(1, 0, &t), -EINVAL);
-        cr_expect_eq(sched_target_pin(-1, -1, &t), -EINVAL);
-        cr_expect_eq(sched_target_pin(1, 1, NULL), -EINVAL);
+        /* The same answers both ways: thread pidfd and pidfd info, or /proc. */
+        for (int way = 0; way < 2; way++) {
+                int (*pin)(pid_t, pid_t, SchedTarget *) = way ? sched_target_pin_via_proc : sched_target_pin;
+
+                /* Our own pid is a live thread, but not one of s.pid's. */
+                cr_expect_eq(pin(s.pid, getpid(), &t), -ENOENT, "way %d: tid of another process", way);
+                cr_expect_eq(t.pidfd, -1, "ret written on failure");
+                cr_expect_eq(t.tidfd, -1, "ret written on failure");
+                cr_expect_eq(pin(s.pid, INT32_MAX, &t), -ENOENT, "way %d: tid that does not exist", way);
+                cr_expect_eq(pin(INT32_MAX, INT32_MAX, &t), -ESRCH, "way %d: pid that does not exist", way);
+                cr_expect_eq(pin(INT32_MAX, getpid(), &t), -ESRCH, "way %d: pid that does not exist, live tid", way);
+                cr_expect_eq(pin(0, 1, &t), -EINVAL);
+                cr_expect_eq(pin(1, 0, &t), -EINVAL);
+                cr_expect_eq(pin(-1, -1, &t), -EINVAL);
+                cr_expect_eq(pin(1, 1, NULL), -EINVAL);
+        }
         cr_expect_eq(sched_target_verify(&t), -EINVAL, "an unpinned target");
         cr_expect_eq(sched_apply_deadline(&t, 1 * MS, 100 * MS, 100 * MS, 0), -EINVAL);
         cr_expect_eq(sched_release(&t), -EINVAL);
@@ -294,9 +291,9 @@ Test(sched, pin_errors) {
          * thread pidfd held the tid cannot be recycled at all, so this is the check of kernels without
          * PIDFD_THREAD: drop the tidfd from the copy. */
         cr_assert_eq(sched_target_pin(s.pid, s.pid, &t), 0);
-        cr_assert_eq(sched_target_pin(s.pid, s.pid, &u), 0);
-        as_old_kernel(&u);
-        u.start_time++;
+        cr_assert_eq(sched_target_pin_via_proc(s.pid, s.pid, &u), 0);
+        cr_assert_eq(u.tidfd, -1);
+        u.identity++;
         cr_expect_eq(sched_target_verify(&u), -ESRCH);
         cr_expect_eq(sched_apply_deadline(&u, 1 * MS, 100 * MS, 100 * MS, 0), -ESRCH);
         cr_expect_eq(sched_release(&u), -ESRCH);
@@ -480,9 +477,7 @@ Test(sched, ended_thread_fails_verify) {
                 cr_assert_eq(pipe2(fds + 2, O_CLOEXEC), 0);
                 cr_assert_eq(pthread_create(&th, NULL, block_on_pipe, fds), 0);
                 cr_assert_eq(read(fds[2], &tid, sizeof tid), (ssize_t) sizeof tid);
-                cr_assert_eq(sched_target_pin(getpid(), tid, &t), 0);
-                if (!with_tidfd)
-                        as_old_kernel(&t);
+                cr_assert_eq((with_tidfd ? sched_target_pin : sched_target_pin_via_proc)(getpid(), tid, &t), 0);
                 cr_expect_eq(sched_target_verify(&t), 0, "the thread lives (tidfd %d)", with_tidfd);
                 close(fds[1]);
                 cr_assert_eq(pthread_join(th, NULL), 0);
@@ -495,6 +490,45 @@ Test(sched, ended_thread_fails_verify) {
         }
 }
 
+/* Identities: the same thread gets the same one from every pin, another thread another one; a start
+ * time recorded by an earlier edfd (or on an older kernel) still recognizes the thread. */
+Test(sched, identities) {
+        SchedTarget a = SCHED_TARGET_NULL, b = SCHED_TARGET_NULL, p = SCHED_TARGET_NULL;
+        uint64_t st;
+        Sleeper s;
+
+        need_root();
+        s = sleeper_start(true, false);
+        cr_assert_eq(sched_target_pin(s.pid, s.tid, &a), 0);
+        cr_assert_eq(sched_target_pin(s.pid, s.tid, &b), 0);
+        cr_assert_eq(sched_target_pin_via_proc(s.pid, s.tid, &p), 0);
+        cr_assert_eq(sched_read_start_time(s.pid, s.tid, &st), 0);
+
+        cr_expect_eq(a.identity, b.identity);
+        cr_expect_eq(p.identity, st, "without a thread pidfd the identity is the start time");
+        cr_expect_eq(sched_target_is(&a, b.identity), 1);
+        cr_expect_eq(sched_target_is(&a, st), 1, "a recorded start time");
+        cr_expect_eq(sched_target_is(&a, st + 1), 0);
+        cr_expect_eq(sched_target_is(&p, st), 1);
+        cr_expect_eq(sched_thread_is(s.pid, s.tid, a.identity), 1);
+        cr_expect_eq(sched_thread_is(s.pid, s.tid, st), 1);
+        if (a.tidfd >= 0) {
+                SchedTarget m = SCHED_TARGET_NULL;
+
+                cr_expect(a.identity & SCHED_IDENTITY_PIDFS);
+                cr_expect_eq(sched_target_is(&a, a.identity + 1), 0);
+                cr_assert_eq(sched_target_pin(s.pid, s.pid, &m), 0);
+                cr_expect_neq(m.identity, a.identity, "the main thread is another thread");
+                sched_target_done(&m);
+        }
+        cr_expect_eq(sched_thread_is(s.pid, INT32_MAX, a.identity), 0, "no such thread");
+        sched_target_done(&a);
+        sched_target_done(&b);
+        sched_target_done(&p);
+        sleeper_stop(&s);
+        cr_expect_eq(sched_thread_is(s.tid, s.tid, st), 0, "a thread that ended");
+}
+
 /* pin reads PF_KTHREAD along with the start time: kthreadd (pid 2) is a kernel thread, we are not. */
 Test(sched, pin_knows_kernel_threads) {
         SchedTarget t = SCHED_TARGET_NULL;
@@ -505,6 +539,9 @@ Test(sched, pin_knows_kernel_threads) {
         if (sched_target_pin(2, 2, &t) < 0)
                 cr_skip_test("cannot pin pid 2 (kthreadd) here: %m");
         cr_expect(t.kernel_thread, "pid 2 is kthreadd, a kernel thread");
+        sched_target_done(&t);
+        cr_assert_eq(sched_target_pin_via_proc(2, 2, &t), 0);
+        cr_expect(t.kernel_thread, "pid 2 through /proc");
         sched_target_done(&t);
 }
 

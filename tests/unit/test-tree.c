@@ -120,7 +120,7 @@ static ReservationSpec rspec(uint32_t pid, uint32_t tid, uint64_t runtime, uint6
                 .pid = pid,
                 .tid = tid,
                 .uid = 1000,
-                .start_time = 4242 + tid,
+                .identity = 4242 + tid,
                 .params = { runtime, deadline, period },
                 .flags = 7,
         };
@@ -706,7 +706,7 @@ Test(tree, admit_and_release) {
         cr_expect_eq(r1->bw, pct(10));
         cr_expect_eq(r1->pid, 101);
         cr_expect_eq(r1->uid, 1000);
-        cr_expect_eq(r1->start_time, 4242 + 101);
+        cr_expect_eq(r1->identity, 4242 + 101);
         cr_expect_eq(r1->flags, 7);
         cr_expect_eq(r1->donor, 0);
         cr_expect_neq(r1->id, 0);
@@ -983,7 +983,7 @@ static Reservation *split(Tree *t, Reservation *donor, bool is_thread, uint32_t 
         cr_assert_not_null(child);
         cr_assert_eq(tree_find_thread(t, tid), child);
         cr_assert_eq(child->tid, tid);
-        cr_assert_eq(child->start_time, 777);
+        cr_assert_eq(child->identity, 777);
         cr_assert_eq(child->group, donor->group);
         check(t);
         if (ret_old)
