@@ -85,15 +85,29 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         return 0;
 }
 
+static int on_subscribed(sd_bus_message *reply, void *userdata, sd_bus_error *ret_error) {
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        if (e)
+                fprintf(stderr, "edfctl: Subscribe failed: %s\n", e->message ?: e->name);
+        return 0;
+}
+
 static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         const char *name, *old_owner, *new_owner;
+        int r;
 
         if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0)
                 return 0;
         stamp();
-        if (*new_owner)
+        if (*new_owner) {
                 printf("%-8s edfd is on the bus (%s)\n", "started", new_owner);
-        else
+                /* A new edfd knows no subscribers. */
+                r = sd_bus_call_method_async(sd_bus_message_get_bus(m), NULL, EDFD_BUS_NAME, EDFD_BUS_PATH,
+                                             EDFD_BUS_INTERFACE, "Subscribe", on_subscribed, NULL, "");
+                if (r < 0)
+                        fprintf(stderr, "edfctl: cannot subscribe to the new edfd: %s\n", strerror(-r));
+        } else
                 printf("%-8s edfd left the bus\n", "stopped");
         fflush(stdout);
         return 0;
@@ -121,8 +135,9 @@ int verb_monitor(const Args *a) {
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
 
-        /* Subscribe first, then check that edfd answers (Peer.Ping also starts it when the bus can
-         * activate it), so that nothing between the two is missed. */
+        /* Match first, then Subscribe (edfd sends signals only while someone subscribed; the call
+         * also starts edfd when the bus can activate it), so that nothing between the two is
+         * missed. */
         r = sd_bus_match_signal(bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, NULL, on_signal, NULL);
         if (r < 0)
                 return bus_call_failed(NULL, r, "AddMatch");
@@ -136,10 +151,10 @@ int verb_monitor(const Args *a) {
                                 "Disconnected", on_disconnected, NULL);
         if (r < 0)
                 return bus_call_failed(NULL, r, "AddMatch");
-        r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, "org.freedesktop.DBus.Peer", "Ping", &error, NULL,
+        r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Subscribe", &error, NULL,
                                NULL);
         if (r < 0)
-                return bus_call_failed(&error, r, "Ping");
+                return bus_call_failed(&error, r, "Subscribe");
 
         sigemptyset(&mask);
         sigaddset(&mask, SIGINT);

@@ -411,6 +411,63 @@ static int method_echo(sd_bus_message *msg, void *userdata, sd_bus_error *ret_er
         return sd_bus_reply_method_return(msg, "t", v);
 }
 
+/* --- subscriptions ---
+ *
+ * Signals cost the bus: dbus-daemon parses each one and matches it against every connection's
+ * rules, and a fork storm emits three per fork. Like systemd's Manager.Subscribe(), edfd sends them
+ * only while some client has asked for them; a subscription ends with Unsubscribe() or when the
+ * client leaves the bus. */
+
+static ssize_t subscriber_find(const Manager *m, const char *name) {
+        for (size_t i = 0; i < m->n_subscribers; i++)
+                if (strcmp(m->subscribers[i], name) == 0)
+                        return (ssize_t) i;
+        return -1;
+}
+
+static void subscriber_drop(Manager *m, const char *name) {
+        ssize_t i = subscriber_find(m, name);
+
+        if (i < 0)
+                return;
+        free(m->subscribers[i]);
+        m->subscribers[i] = m->subscribers[--m->n_subscribers];
+        if (m->n_subscribers == 0)
+                log_debug("No subscriber left: signals are off");
+}
+
+static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        const char *sender = sd_bus_message_get_sender(msg);
+        char **n, *copy;
+
+        if (!sender)
+                return sd_bus_error_set(ret_error, EDFD_ERROR_INVALID_PARAMETERS, "Subscribe needs a bus sender name");
+        if (subscriber_find(m, sender) >= 0)
+                return sd_bus_reply_method_return(msg, ""); /* already: nothing to do */
+        if (m->n_subscribers >= EDFD_SUBSCRIBERS_MAX)
+                return sd_bus_error_setf(ret_error, EDFD_ERROR_LIMIT_EXCEEDED,
+                                         "edfd already has %d subscribers, the most it keeps", EDFD_SUBSCRIBERS_MAX);
+        n = reallocarray(m->subscribers, m->n_subscribers + 1, sizeof(char *));
+        if (!n)
+                return -ENOMEM;
+        m->subscribers = n;
+        copy = strdup(sender);
+        if (!copy)
+                return -ENOMEM;
+        m->subscribers[m->n_subscribers++] = copy;
+        return sd_bus_reply_method_return(msg, "");
+}
+
+static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        const char *sender = sd_bus_message_get_sender(msg);
+
+        if (sender)
+                subscriber_drop(m, sender);
+        return sd_bus_reply_method_return(msg, "");
+}
+
 #define PROPERTY_U64(fn, expr)                                                                                \
         static int fn(sd_bus *bus, const char *path, const char *interface, const char *property,            \
                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {                           \
@@ -433,6 +490,8 @@ static int property_counts(sd_bus *bus, const char *path, const char *interface,
 
         if (strcmp(property, "Reservations") == 0)
                 return sd_bus_message_append(reply, "u", (uint32_t) m->tree->n_reservations);
+        if (strcmp(property, "Subscribers") == 0)
+                return sd_bus_message_append(reply, "u", (uint32_t) m->n_subscribers);
         return sd_bus_message_append(reply, "u", (uint32_t) (m->tree->n_groups - 1));
 }
 
@@ -484,6 +543,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Overcommitted", "b", property_bools, 0, 0),
         SD_BUS_PROPERTY("Reservations", "u", property_counts, 0, 0),
         SD_BUS_PROPERTY("Groups", "u", property_counts, 0, 0),
+        SD_BUS_PROPERTY("Subscribers", "u", property_counts, 0, 0),
         SD_BUS_PROPERTY("EventsSeen", "t", property_events_seen, 0, 0),
         SD_BUS_PROPERTY("EventsLost", "t", property_events_lost, 0, 0),
         SD_BUS_PROPERTY("Resyncs", "t", property_resyncs, 0, 0),
@@ -508,6 +568,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  , method_set_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("RemoveGroup", "s", SD_BUS_PARAM(path), "", , method_remove_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Reload", "", "", method_reload_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Subscribe", "", "", method_subscribe, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Unsubscribe", "", "", method_unsubscribe, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Echo", "t", SD_BUS_PARAM(value), "t", SD_BUS_PARAM(value), method_echo, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_SIGNAL_WITH_NAMES("ReservationAdded", "tuuss",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group)
@@ -529,8 +591,10 @@ static int on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_err
 
         if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) < 0)
                 return 0;
-        if (name[0] == ':' && new_owner[0] == '\0')
+        if (name[0] == ':' && new_owner[0] == '\0') {
                 authz_forget(&m->creds, name);
+                subscriber_drop(m, name);
+        }
         return 0;
 }
 
@@ -554,7 +618,7 @@ static void emit(Manager *m, const char *member, const char *types, ...) {
         va_list ap;
         int r;
 
-        if (!m->bus)
+        if (!m->bus || m->n_subscribers == 0)
                 return;
         r = sd_bus_message_new_signal(m->bus, &sig, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, member);
         if (r < 0)

@@ -1551,6 +1551,9 @@ Manager *manager_free(Manager *m) {
         authz_polkit_done(&m->polkit);
         authz_cache_done(&m->creds);
         authz_names_flush(&m->names);
+        for (size_t i = 0; i < m->n_subscribers; i++)
+                free(m->subscribers[i]);
+        free(m->subscribers);
         tree_free(m->tree);
         conf_free(m->config);
         state_free(m->state);

@@ -83,6 +83,10 @@ typedef struct Manager {
 
         bool stopping;
 
+        /* The unique bus names that called Subscribe(): signals go out only while there is one. */
+        char **subscribers;
+        size_t n_subscribers;
+
         /* Signals emitted while a method call is handled go out after its reply. */
         bool defer_signals;
         sd_bus_message *deferred[8];

@@ -43,6 +43,9 @@
 #define EDFD_BUS_PATH "/org/edfd/Admission1"
 #define EDFD_BUS_INTERFACE "org.edfd.Admission1.Manager"
 
+/* At most this many bus names subscribed to edfd's signals at once (Subscribe()). */
+#define EDFD_SUBSCRIBERS_MAX 1024
+
 #define EDFD_ERROR_PREFIX "org.edfd.Admission1.Error."
 #define EDFD_ERROR_OVER_BUDGET EDFD_ERROR_PREFIX "OverBudget"
 #define EDFD_ERROR_INVALID_PARAMETERS EDFD_ERROR_PREFIX "InvalidParameters"

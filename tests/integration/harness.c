@@ -971,6 +971,23 @@ char *harness_books_groups(Harness *h) {
         return s;
 }
 
+HarnessBooks harness_books_take(Harness *h) {
+        return (HarnessBooks) { harness_books_reservations(h), harness_books_groups(h) };
+}
+
+void harness_books_assert_same(Harness *h, const HarnessBooks *before, const char *after_what) {
+        HarnessBooks now = harness_books_take(h);
+
+        cr_assert_str_eq(now.reservations, before->reservations, "ListReservations changed after %s", after_what);
+        cr_assert_str_eq(now.groups, before->groups, "ListGroups changed after %s", after_what);
+        harness_books_free(&now);
+}
+
+void harness_books_free(HarnessBooks *b) {
+        free(b->reservations);
+        free(b->groups);
+}
+
 void harness_assert_no_reservations(Harness *h, const char *what) {
         _cleanup_free_ char *s = harness_books_reservations(h);
 
@@ -1300,6 +1317,16 @@ int harness_start_daemon(Harness *h) {
                 harness_kill_daemon(h, SIGKILL);
                 harness_dump_logs(h);
                 return r < 0 ? r : -EPROTO;
+        }
+
+        /* edfd sends signals only to a bus with subscribers: the harness's client is one, again
+         * after every restart. */
+        r = sd_bus_call_method(h->bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Subscribe", NULL, NULL, "");
+        if (r < 0) {
+                fprintf(stderr, "harness: Subscribe failed: %s\n", strerror(-r));
+                harness_kill_daemon(h, SIGKILL);
+                harness_dump_logs(h);
+                return r;
         }
         return 0;
 }

@@ -202,6 +202,15 @@ void harness_groups_free(HarnessGroup *g, size_t n);
 char *harness_books_reservations(Harness *h);
 char *harness_books_groups(Harness *h);
 
+/* Both, for "a refusal changes nothing": take them before, assert they are the same after. */
+typedef struct HarnessBooks {
+        char *reservations;
+        char *groups;
+} HarnessBooks;
+HarnessBooks harness_books_take(Harness *h);
+void harness_books_assert_same(Harness *h, const HarnessBooks *before, const char *after_what);
+void harness_books_free(HarnessBooks *b);
+
 /* Assert that ListReservations is empty (what: the situation, for the message). */
 void harness_assert_no_reservations(Harness *h, const char *what);
 

@@ -586,31 +586,6 @@ static void expect_error(const AgentReply *rep, const char *what, const char *na
                           needle, rep->message);
 }
 
-/* ---- books ---- */
-
-typedef struct Books {
-        char *reservations;
-        char *groups;
-} Books;
-
-static Books books_take(Harness *h) {
-        return (Books) { harness_books_reservations(h), harness_books_groups(h) };
-}
-
-static void books_assert_same(Harness *h, const Books *before, const char *after_what) {
-        Books now = books_take(h);
-
-        cr_assert_str_eq(now.reservations, before->reservations, "ListReservations changed after %s", after_what);
-        cr_assert_str_eq(now.groups, before->groups, "ListGroups changed after %s", after_what);
-        free(now.reservations);
-        free(now.groups);
-}
-
-static void books_free(Books *b) {
-        free(b->reservations);
-        free(b->groups);
-}
-
 /* The reservation of thread tid, copied out of ListReservations; false if there is none. */
 static bool reservation_of(Harness *h, pid_t tid, HarnessReservation *ret) {
         HarnessReservation *l;
@@ -709,10 +684,10 @@ Test(authz, other_users_threads_are_refused) {
         Proc *p = nobody_proc();
         HarnessChild *c;
         AgentReply rep;
-        Books before;
+        HarnessBooks before;
 
         cr_assert_eq(harness_spawn_child(h, 2, false, &c), 0);
-        before = books_take(h);
+        before = harness_books_take(h);
 
         rep = agent_admit(a, c->pid, 0, "open", 1 * MS, 0, P100, 0);
         expect_error(&rep, "Admit(root's process)", EDFD_ERROR_PERMISSION_DENIED, "uid 0");
@@ -733,10 +708,10 @@ Test(authz, other_users_threads_are_refused) {
         rep = agent_admit(a, 2, 0, "open", 1 * MS, 0, P100, 0);
         expect_error(&rep, "Admit(kthreadd)", EDFD_ERROR_PERMISSION_DENIED, NULL);
 
-        books_assert_same(h, &before, "admissions of other users' threads");
+        harness_books_assert_same(h, &before, "admissions of other users' threads");
         harness_assert_other(c->pid);
         harness_assert_other(c->tids[1]);
-        books_free(&before);
+        harness_books_free(&before);
         agent_stop(a);
         proc_free(p);
         harness_stop(h);
@@ -748,7 +723,7 @@ Test(authz, groups_users_lists) {
         Agent *a = agent_start(h);
         Proc *p = nobody_proc();
         AgentReply rep;
-        Books before = books_take(h);
+        HarnessBooks before = harness_books_take(h);
         uint64_t id;
         int r;
 
@@ -756,7 +731,7 @@ Test(authz, groups_users_lists) {
         expect_error(&rep, "Admit(closed: users [root])", EDFD_ERROR_PERMISSION_DENIED, "closed");
         rep = agent_admit(a, p->pid, 0, "sealed", 200 * US, 0, P100, 0);
         expect_error(&rep, "Admit(sealed: users [])", EDFD_ERROR_PERMISSION_DENIED, "sealed");
-        books_assert_same(h, &before, "admissions into groups whose users: leave nobody out");
+        harness_books_assert_same(h, &before, "admissions into groups whose users: leave nobody out");
         harness_assert_other(p->pid);
 
         /* Root may use any group, for anyone's thread; the thread is charged to its owner. */
@@ -773,7 +748,7 @@ Test(authz, groups_users_lists) {
         expect_ok(&rep, "Release(the reservation root made for nobody's thread)");
         harness_assert_other(p->pid);
 
-        books_free(&before);
+        harness_books_free(&before);
         agent_stop(a);
         proc_free(p);
         harness_stop(h);
@@ -804,13 +779,13 @@ Test(authz, bandwidth_limit) {
         Agent *a = agent_start(h);
         Proc *p = nobody_proc(), *q = nobody_proc();
         AgentReply rep;
-        Books before;
+        HarnessBooks before;
         uint64_t id;
 
         rep = agent_admit(a, p->pid, 0, "open", 1500 * US, 0, P100, 0);
         expect_ok(&rep, "Admit(1.5ms/100ms) within the 2% limit");
         id = rep.value;
-        before = books_take(h);
+        before = harness_books_take(h);
 
         rep = agent_admit(a, q->pid, 0, "open", 600 * US, 0, P100, 0);
         expect_error(&rep, "Admit(0.6ms/100ms) over the 2% limit (1.5% held)", EDFD_ERROR_LIMIT_EXCEEDED, "bandwidth");
@@ -822,7 +797,7 @@ Test(authz, bandwidth_limit) {
         /* A bandwidth above the limit in one request, with nothing else held, in another group. */
         rep = agent_admit(a, q->pid, 0, "mine", 2500 * US, 0, P100, 0);
         expect_error(&rep, "Admit(2.5ms/100ms) over the 2% limit", EDFD_ERROR_LIMIT_EXCEEDED, "bandwidth");
-        books_assert_same(h, &before, "refusals over the bandwidth limit");
+        harness_books_assert_same(h, &before, "refusals over the bandwidth limit");
         harness_assert_other(q->pid);
 
         /* Shrinking is always allowed, and what it frees can be used. */
@@ -831,7 +806,7 @@ Test(authz, bandwidth_limit) {
         rep = agent_admit(a, q->pid, 0, "open", 600 * US, 0, P100, 0);
         expect_ok(&rep, "Admit(0.6ms/100ms) once 1% is free again");
 
-        books_free(&before);
+        harness_books_free(&before);
         agent_stop(a);
         proc_free(p);
         proc_free(q);
@@ -843,7 +818,7 @@ Test(authz, reservations_limit) {
         Agent *a = agent_start(h);
         Proc *p[4];
         AgentReply rep;
-        Books before;
+        HarnessBooks before;
 
         for (size_t i = 0; i < ELEMENTSOF(p); i++)
                 p[i] = nobody_proc();
@@ -851,13 +826,13 @@ Test(authz, reservations_limit) {
                 rep = agent_admit(a, p[i]->pid, 0, "open", 100 * US, 0, P100, 0);
                 expect_ok(&rep, "Admit(one of 3 allowed reservations)");
         }
-        before = books_take(h);
+        before = harness_books_take(h);
         rep = agent_admit(a, p[3]->pid, 0, "open", 100 * US, 0, P100, 0);
         expect_error(&rep, "Admit(a 4th reservation, limit 3)", EDFD_ERROR_LIMIT_EXCEEDED, "reservations");
-        books_assert_same(h, &before, "a refusal over the reservations limit");
+        harness_books_assert_same(h, &before, "a refusal over the reservations limit");
         harness_assert_other(p[3]->pid);
 
-        books_free(&before);
+        harness_books_free(&before);
         agent_stop(a);
         for (size_t i = 0; i < ELEMENTSOF(p); i++)
                 proc_free(p[i]);
@@ -871,7 +846,7 @@ Test(authz, rate_limit) {
         Proc *p = nobody_proc(), *q = nobody_proc();
         HarnessChild *c;
         AgentReply rep;
-        Books before;
+        HarnessBooks before;
         uint64_t id;
         int r;
 
@@ -885,13 +860,13 @@ Test(authz, rate_limit) {
         expect_ok(&rep, "request 3 of 3 (Admit)");
         rep = agent_call(a, "Release", "t", rep.value);
         expect_ok(&rep, "Release (not a rate-limited request)");
-        before = books_take(h);
+        before = harness_books_take(h);
 
         rep = agent_admit(a, q->pid, 0, "open", 100 * US, 0, P100, 0);
         expect_error(&rep, "request 4 (Admit) over 3/3600s", EDFD_ERROR_LIMIT_EXCEEDED, "rate");
         rep = agent_call(a, "Update", "tttt", id, 300 * US, 0, P100);
         expect_error(&rep, "request 5 (Update) over 3/3600s", EDFD_ERROR_LIMIT_EXCEEDED, "rate");
-        books_assert_same(h, &before, "requests over the rate limit");
+        harness_books_assert_same(h, &before, "requests over the rate limit");
         harness_assert_other(q->pid);
         harness_assert_dl(p->pid, 200 * US, P100, P100, 0);
 
@@ -902,7 +877,7 @@ Test(authz, rate_limit) {
         r = harness_admit(h, &e, (uint64_t) c->pid, 0, "open", 100 * US, 0, P100, 0, NULL);
         assert_bus_ok(r, &e, "root: Admit while nobody is rate limited");
 
-        books_free(&before);
+        harness_books_free(&before);
         agent_stop(a);
         proc_free(p);
         proc_free(q);
@@ -916,13 +891,13 @@ static void manage_is_refused(Harness *h, const char *needle) {
         Proc *p = nobody_proc();
         AgentReply rep;
         unsigned reloading, reloading_after;
-        Books before;
+        HarnessBooks before;
         int r;
 
         /* A group made at run time, which root could remove. */
         r = harness_call(h, &e, NULL, "CreateGroup", "stt", "open/dyn", 1 * MS, P100);
         assert_bus_ok(r, &e, "root: CreateGroup(open/dyn)");
-        before = books_take(h);
+        before = harness_books_take(h);
         char *cg_before = harness_cgroup_of(p->pid), *cg_after;
 
         harness_notify_counts(h, NULL, &reloading);
@@ -942,7 +917,7 @@ static void manage_is_refused(Harness *h, const char *needle) {
         cr_assert(cg_before && cg_after && streq(cg_before, cg_after), "the refused move moved the process: %s -> %s",
                   cg_before ? cg_before : "?", cg_after ? cg_after : "?");
 
-        books_assert_same(h, &before, "refused group changes, reload and move");
+        harness_books_assert_same(h, &before, "refused group changes, reload and move");
         sync_daemon(h);
         harness_notify_counts(h, NULL, &reloading_after);
         cr_assert_eq(reloading_after, reloading, "edfd started a reload (RELOADING=1) for a refused Reload");
@@ -950,7 +925,7 @@ static void manage_is_refused(Harness *h, const char *needle) {
         assert_bus_ok(r, &e, "root: RemoveGroup(open/dyn)");
         free(cg_before);
         free(cg_after);
-        books_free(&before);
+        harness_books_free(&before);
         agent_stop(a);
         proc_free(p);
 }
@@ -978,14 +953,14 @@ Test(authz, roots_reservations_are_not_yours) {
         Agent *a = agent_start(h);
         HarnessChild *c;
         AgentReply rep;
-        Books before;
+        HarnessBooks before;
         uint64_t id;
         int r;
 
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         r = harness_admit(h, &e, (uint64_t) c->pid, 0, "open", 1 * MS, 0, P100, 0, &id);
         assert_bus_ok(r, &e, "root: Admit(root's child)");
-        before = books_take(h);
+        before = harness_books_take(h);
 
         rep = agent_call(a, "Release", "t", id);
         expect_error(&rep, "Release(root's reservation)", EDFD_ERROR_PERMISSION_DENIED, NULL);
@@ -995,10 +970,10 @@ Test(authz, roots_reservations_are_not_yours) {
         expect_error(&rep, "ReleaseProcess(root's process)", EDFD_ERROR_PERMISSION_DENIED, NULL);
         rep = agent_call(a, "Update", "tttt", id, 100 * US, 0, P100);
         expect_error(&rep, "Update(root's reservation)", EDFD_ERROR_PERMISSION_DENIED, NULL);
-        books_assert_same(h, &before, "nobody's attempts on root's reservation");
+        harness_books_assert_same(h, &before, "nobody's attempts on root's reservation");
         harness_assert_dl(c->pid, 1 * MS, P100, P100, 0);
 
-        books_free(&before);
+        harness_books_free(&before);
         agent_stop(a);
         harness_stop(h);
 }
@@ -1010,20 +985,20 @@ Test(authz, polkit_required_without_polkit) {
         Proc *p = nobody_proc();
         HarnessChild *c;
         AgentReply rep;
-        Books before = books_take(h);
+        HarnessBooks before = harness_books_take(h);
         int r;
 
         rep = agent_admit(a, p->pid, 0, "open", 200 * US, 0, P100, 0);
         expect_error(&rep, "Admit(own process) with polkit: required and no polkit", EDFD_ERROR_PERMISSION_DENIED,
                      "polkit");
-        books_assert_same(h, &before, "a refused admission");
+        harness_books_assert_same(h, &before, "a refused admission");
         harness_assert_other(p->pid);
         /* Root needs no polkit. */
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         r = harness_admit(h, &e, (uint64_t) c->pid, 0, "open", 200 * US, 0, P100, 0, NULL);
         assert_bus_ok(r, &e, "root: Admit with polkit: required and no polkit");
 
-        books_free(&before);
+        harness_books_free(&before);
         agent_stop(a);
         proc_free(p);
         harness_stop(h);
@@ -1124,7 +1099,7 @@ Test(authz, fork_stays_other_at_the_reservations_limit) {
         Proc *p = nobody_proc(), *q = nobody_proc(), *s = nobody_proc();
         HarnessReservation res;
         AgentReply rep;
-        Books before;
+        HarnessBooks before;
         pid_t kid;
 
         rep = agent_admit(a, p->pid, 0, "open", 600 * US, 0, P100, 0);
@@ -1133,16 +1108,16 @@ Test(authz, fork_stays_other_at_the_reservations_limit) {
         expect_ok(&rep, "Admit(reservation 2 of 3)");
         rep = agent_admit(a, s->pid, 0, "open", 100 * US, 0, P100, 0);
         expect_ok(&rep, "Admit(reservation 3 of 3)");
-        before = books_take(h);
+        before = harness_books_take(h);
         kid = proc_fork(p);
         sync_daemon(h);
         cr_assert(!reservation_of(h, kid, &res),
                   "the child %d of a user at its reservations limit got reservation %" PRIu64, (int) kid, res.id);
         harness_assert_other(kid);
         harness_assert_dl(p->pid, 600 * US, P100, P100, 0);
-        books_assert_same(h, &before, "a fork at the reservations limit");
+        harness_books_assert_same(h, &before, "a fork at the reservations limit");
 
-        books_free(&before);
+        harness_books_free(&before);
         agent_stop(a);
         proc_free(p);
         proc_free(q);
@@ -1365,7 +1340,7 @@ static void real_polkitd(const char *config) {
         Proc *p = nobody_proc();
         HarnessChild *c;
         AgentReply rep;
-        Books before;
+        HarnessBooks before;
         int r;
 
         polkitd_start(h, "admit", rules_admit_only);
@@ -1375,7 +1350,7 @@ static void real_polkitd(const char *config) {
         harness_assert_dl(p->pid, 200 * US, P100, P100, 0);
         rep = agent_call(a, "Release", "t", rep.value);
         expect_ok(&rep, "Release(own)");
-        before = books_take(h);
+        before = harness_books_take(h);
         rep = agent_call(a, "CreateGroup", "stt", "open/x", 1 * MS, P100);
         expect_error(&rep, "CreateGroup with polkitd at manage's defaults (auth_admin, no agent)",
                      EDFD_ERROR_PERMISSION_DENIED, "polkit");
@@ -1383,8 +1358,8 @@ static void real_polkitd(const char *config) {
         expect_error(&rep, "Reload with polkitd at manage's defaults", EDFD_ERROR_PERMISSION_DENIED, "polkit");
         rep = agent_admit(a, p->pid, 0, "mine", 200 * US, 0, P100, EDFD_ADMIT_MOVE);
         expect_error(&rep, "Admit(flag 4) with polkitd allowing admit only", EDFD_ERROR_PERMISSION_DENIED, "polkit");
-        books_assert_same(h, &before, "refused manage actions");
-        books_free(&before);
+        harness_books_assert_same(h, &before, "refused manage actions");
+        harness_books_free(&before);
         /* Root never asks polkit. */
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         r = harness_admit(h, &e, (uint64_t) c->pid, 0, "open", 200 * US, 0, P100, 0, NULL);
@@ -1392,12 +1367,12 @@ static void real_polkitd(const char *config) {
         polkitd_stop();
 
         polkitd_start(h, "manage", rules_manage_only);
-        before = books_take(h);
+        before = harness_books_take(h);
         rep = agent_admit(a, p->pid, 0, "open", 200 * US, 0, P100, 0);
         expect_error(&rep, "Admit(own process) with polkitd saying no to admit", EDFD_ERROR_PERMISSION_DENIED,
                      "polkit");
-        books_assert_same(h, &before, "an admission polkit refused");
-        books_free(&before);
+        harness_books_assert_same(h, &before, "an admission polkit refused");
+        harness_books_free(&before);
         harness_assert_other(p->pid);
         rep = agent_call(a, "CreateGroup", "stt", "open/x", 1 * MS, P100);
         expect_ok(&rep, "CreateGroup(open/x) with polkitd allowing manage");

@@ -10,6 +10,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,30 +32,6 @@ static const HarnessGroup *group_or_fail(const HarnessGroup *g, size_t n, const 
 
         cr_assert(x, "ListGroups has no group %s", path);
         return x;
-}
-
-/* Books that must not change across a refusal. */
-typedef struct Books {
-        char *reservations;
-        char *groups;
-} Books;
-
-static Books books_take(Harness *h) {
-        return (Books) { harness_books_reservations(h), harness_books_groups(h) };
-}
-
-static void books_assert_same(Harness *h, const Books *before, const char *after_what) {
-        Books now = books_take(h);
-
-        cr_assert_str_eq(now.reservations, before->reservations, "ListReservations changed after %s", after_what);
-        cr_assert_str_eq(now.groups, before->groups, "ListGroups changed after %s", after_what);
-        free(now.reservations);
-        free(now.groups);
-}
-
-static void books_free(Books *b) {
-        free(b->reservations);
-        free(b->groups);
 }
 
 Test(daemon, admit_applies_parameters) {
@@ -151,14 +128,14 @@ Test(daemon, over_budget_changes_nothing) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         Harness *h = harness_start_or_skip("basic.yaml");
         HarnessChild *c, *c2;
-        Books before;
+        HarnessBooks before;
         uint64_t id;
         int r;
 
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         cr_assert_eq(harness_spawn_child(h, 1, false, &c2), 0);
 
-        before = books_take(h);
+        before = harness_books_take(h);
         r = harness_admit(h, &e, c->pid, 0, "test/a", 11 * MS, 0, P100, 0, NULL);
         assert_bus_error(r, &e, "Admit(11% into test/a of 10%)", EDFD_ERROR_OVER_BUDGET);
         cr_assert(strstr(e.message, "test/a"), "the refusal does not name the group: %s", e.message);
@@ -167,26 +144,26 @@ Test(daemon, over_budget_changes_nothing) {
         /* 10% is 104857.6 units, so the group holds 104857: "9.9%" when rounded down for display. */
         cr_assert(strstr(e.message, "10%") || strstr(e.message, "10.0%") || strstr(e.message, "9.9%"),
                   "the refusal does not carry the group's free bandwidth (10%%): %s", e.message);
-        books_assert_same(h, &before, "an over-budget Admit");
+        harness_books_assert_same(h, &before, "an over-budget Admit");
         harness_assert_other(c->pid);
-        books_free(&before);
+        harness_books_free(&before);
 
         /* Fits alone, not beside what is there: 2% + 9% > 10%. */
         r = harness_admit(h, &e, c->pid, 0, "test/a", 2 * MS, 0, P100, 0, &id);
         assert_bus_ok(r, &e, "Admit(2% into test/a)");
-        before = books_take(h);
+        before = harness_books_take(h);
         r = harness_admit(h, &e, c2->pid, 0, "test/a", 9 * MS, 0, P100, 0, NULL);
         assert_bus_error(r, &e, "Admit(9% beside 2% into test/a of 10%)", EDFD_ERROR_OVER_BUDGET);
-        books_assert_same(h, &before, "a second, over-budget Admit");
+        harness_books_assert_same(h, &before, "a second, over-budget Admit");
         harness_assert_other(c2->pid);
         harness_assert_dl(c->pid, 2 * MS, P100, P100, 0);
 
         /* Update is admission-checked too, and a refused Update leaves the kernel alone. */
         r = harness_call(h, &e, NULL, "Update", "tttt", id, 11 * MS, UINT64_C(0), P100);
         assert_bus_error(r, &e, "Update(to 11% in test/a)", EDFD_ERROR_OVER_BUDGET);
-        books_assert_same(h, &before, "an over-budget Update");
+        harness_books_assert_same(h, &before, "an over-budget Update");
         harness_assert_dl(c->pid, 2 * MS, P100, P100, 0);
-        books_free(&before);
+        harness_books_free(&before);
 
         harness_stop(h);
 }
@@ -249,12 +226,12 @@ Test(daemon, invalid_admits_are_refused_by_name) {
         Harness *h = harness_start_or_skip("basic.yaml");
         HarnessChild *c, *other;
         pid_t dead = harness_dead_pid();
-        Books before;
+        HarnessBooks before;
 
         cr_assert_eq(harness_spawn_child(h, 2, false, &c), 0);
         cr_assert_eq(harness_spawn_child(h, 1, false, &other), 0);
         cr_assert_neq(kill(dead, 0), 0, "the dead pid %d is alive again", (int) dead);
-        before = books_take(h);
+        before = harness_books_take(h);
 
         for (size_t i = 0; i < ELEMENTSOF(bad_admits); i++) {
                 const BadAdmit *t = &bad_admits[i];
@@ -280,12 +257,12 @@ Test(daemon, invalid_admits_are_refused_by_name) {
                          t->deadline, period, t->flags);
                 r = harness_admit(h, &e, pid, tid, t->group, t->runtime, t->deadline, period, t->flags, NULL);
                 harness_assert_error_(r, &e, what, t->error, t->alt);
-                books_assert_same(h, &before, what);
+                harness_books_assert_same(h, &before, what);
                 harness_assert_other(c->pid);
                 harness_assert_other(c->tids[1]);
                 harness_assert_other(other->pid);
         }
-        books_free(&before);
+        harness_books_free(&before);
         harness_stop(h);
 }
 
@@ -293,7 +270,7 @@ Test(daemon, invalid_updates_are_refused_by_name) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         Harness *h = harness_start_or_skip("basic.yaml");
         HarnessChild *c;
-        Books before;
+        HarnessBooks before;
         uint64_t id;
         int r;
 
@@ -301,7 +278,7 @@ Test(daemon, invalid_updates_are_refused_by_name) {
         r = harness_admit(h, &e, c->pid, 0, "test/a", 2 * MS, 0, P100, 0, &id);
         assert_bus_ok(r, &e, "Admit");
         harness_clear_signals(h);
-        before = books_take(h);
+        before = harness_books_take(h);
 
         static const struct {
                 const char *what;
@@ -321,15 +298,15 @@ Test(daemon, invalid_updates_are_refused_by_name) {
                 snprintf(what, sizeof what, "Update with %s", bad[i].what);
                 r = harness_call(h, &e, NULL, "Update", "tttt", id, bad[i].runtime, bad[i].deadline, bad[i].period);
                 assert_bus_error(r, &e, what, EDFD_ERROR_INVALID_PARAMETERS);
-                books_assert_same(h, &before, what);
+                harness_books_assert_same(h, &before, what);
                 harness_assert_dl(c->pid, 2 * MS, P100, P100, 0);
         }
         r = harness_call(h, &e, NULL, "Update", "tttt", id, 2 * MS, UINT64_C(0), harness_period_max() + 1);
         assert_bus_error(r, &e, "Update with a period above the kernel's maximum", EDFD_ERROR_INVALID_PARAMETERS);
         r = harness_call(h, &e, NULL, "Update", "tttt", id + 1000, 2 * MS, UINT64_C(0), P100);
         assert_bus_error(r, &e, "Update of an unknown id", EDFD_ERROR_NO_SUCH_RESERVATION);
-        books_assert_same(h, &before, "the refused Updates");
-        books_free(&before);
+        harness_books_assert_same(h, &before, "the refused Updates");
+        harness_books_free(&before);
 
         /* A good one changes kernel and books. */
         r = harness_call(h, &e, NULL, "Update", "tttt", id, 3 * MS, 50 * MS, P100);
@@ -470,21 +447,21 @@ Test(daemon, double_admit_is_refused) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         Harness *h = harness_start_or_skip("basic.yaml");
         HarnessChild *c;
-        Books before;
+        HarnessBooks before;
         int r;
 
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         r = harness_admit(h, &e, c->pid, 0, "test/a", 2 * MS, 0, P100, 0, NULL);
         assert_bus_ok(r, &e, "Admit");
-        before = books_take(h);
+        before = harness_books_take(h);
 
         r = harness_admit(h, &e, c->pid, 0, "test/a", 2 * MS, 0, P100, 0, NULL);
         assert_bus_error(r, &e, "the same Admit twice", EDFD_ERROR_ALREADY_ADMITTED);
         r = harness_admit(h, &e, c->pid, c->pid, "test/b", 1 * MS, 0, 50 * MS, 0, NULL);
         assert_bus_error(r, &e, "Admit of an admitted thread into another group", EDFD_ERROR_ALREADY_ADMITTED);
-        books_assert_same(h, &before, "a double Admit");
+        harness_books_assert_same(h, &before, "a double Admit");
         harness_assert_dl(c->pid, 2 * MS, P100, P100, 0);
-        books_free(&before);
+        harness_books_free(&before);
         harness_stop(h);
 }
 
@@ -492,20 +469,20 @@ Test(daemon, foreign_deadline_is_refused) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         Harness *h = harness_start_or_skip("basic.yaml");
         HarnessChild *c;
-        Books before;
+        HarnessBooks before;
         int r;
 
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         r = harness_dl_set(c->pid, 1 * MS, P100, P100, 0);
         cr_assert_eq(r, 0, "cannot make the child SCHED_DEADLINE: %s", strerror(-r));
-        before = books_take(h);
+        before = harness_books_take(h);
 
         r = harness_admit(h, &e, c->pid, 0, "test/a", 2 * MS, 0, P100, 0, NULL);
         harness_assert_error_(r, &e, "Admit of a thread made SCHED_DEADLINE outside edfd", EDFD_ERROR_FOREIGN_DEADLINE,
                               NULL);
-        books_assert_same(h, &before, "Admit of a foreign deadline thread");
+        harness_books_assert_same(h, &before, "Admit of a foreign deadline thread");
         harness_assert_dl(c->pid, 1 * MS, P100, P100, 0); /* edfd left it alone */
-        books_free(&before);
+        harness_books_free(&before);
 
         cr_assert_eq(harness_dl_reset(c->pid), 0);
         harness_stop(h);
@@ -519,7 +496,7 @@ Test(daemon, group_rules) {
         size_t ng;
         const HarnessGroup *x;
         char *initial, *final;
-        Books before;
+        HarnessBooks before;
         uint64_t id, test_allocated;
         int r;
 
@@ -545,7 +522,7 @@ Test(daemon, group_rules) {
         cr_assert_eq(group_or_fail(g, ng, "test")->groups, 3);
         harness_groups_free(g, ng);
 
-        before = books_take(h);
+        before = harness_books_take(h);
         static const struct {
                 const char *what, *method, *path;
                 uint64_t runtime, period;
@@ -592,23 +569,23 @@ Test(daemon, group_rules) {
                 else
                         r = harness_call(h, &e, NULL, bad[i].method, "stt", bad[i].path, bad[i].runtime, bad[i].period);
                 harness_assert_error_(r, &e, bad[i].what, bad[i].error, bad[i].alt);
-                books_assert_same(h, &before, bad[i].what);
+                harness_books_assert_same(h, &before, bad[i].what);
         }
-        books_free(&before);
+        harness_books_free(&before);
 
         /* A group that holds a reservation can neither shrink below it nor go. */
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         r = harness_admit(h, &e, c->pid, 0, "test/c", 2 * MS, 0, P100, 0, &id);
         assert_bus_ok(r, &e, "Admit into the dynamic group test/c");
         harness_assert_dl(c->pid, 2 * MS, P100, P100, 0);
-        before = books_take(h);
+        before = harness_books_take(h);
         r = harness_call(h, &e, NULL, "SetGroup", "stt", "test/c", 1 * MS, P100);
         assert_bus_error2(r, &e, "SetGroup below what the group holds", EDFD_ERROR_OVER_BUDGET,
                           EDFD_ERROR_INVALID_PARAMETERS);
         r = harness_call(h, &e, NULL, "RemoveGroup", "s", "test/c");
         assert_bus_error(r, &e, "RemoveGroup of a group holding a reservation", EDFD_ERROR_GROUP_NOT_EMPTY);
-        books_assert_same(h, &before, "the refused SetGroup/RemoveGroup");
-        books_free(&before);
+        harness_books_assert_same(h, &before, "the refused SetGroup/RemoveGroup");
+        harness_books_free(&before);
 
         /* Growing within the parent works. */
         r = harness_call(h, &e, NULL, "SetGroup", "stt", "test/c", 8 * MS, P100);
@@ -658,7 +635,7 @@ Test(daemon, bad_reload_keeps_the_old_tree) {
         HarnessChild *c;
         HarnessGroup *g;
         size_t ng;
-        Books before;
+        HarnessBooks before;
         char *reservations;
         int r;
 
@@ -667,7 +644,7 @@ Test(daemon, bad_reload_keeps_the_old_tree) {
         assert_bus_ok(r, &e, "Admit");
         r = harness_call(h, &e, NULL, "CreateGroup", "stt", "test/c", 1 * MS, P100);
         assert_bus_ok(r, &e, "CreateGroup(test/c)");
-        before = books_take(h);
+        before = harness_books_take(h);
 
         static const struct {
                 const char *file, *what, *mention;
@@ -684,7 +661,7 @@ Test(daemon, bad_reload_keeps_the_old_tree) {
                 if (bad[i].mention)
                         cr_assert(strstr(e.message, bad[i].mention), "%s: the error does not mention %s: %s",
                                   bad[i].what, bad[i].mention, e.message);
-                books_assert_same(h, &before, bad[i].what);
+                harness_books_assert_same(h, &before, bad[i].what);
                 harness_assert_dl(c->pid, 2 * MS, P100, P100, 0);
         }
 
@@ -702,10 +679,10 @@ Test(daemon, bad_reload_keeps_the_old_tree) {
         cr_assert_neq(group_or_fail(g, ng, "test/c")->dynamic, 0, "the dynamic group did not survive the reload");
         harness_groups_free(g, ng);
         harness_assert_dl(c->pid, 2 * MS, P100, P100, 0);
-        books_free(&before);
+        harness_books_free(&before);
 
         /* SIGHUP with a bad file: refused the same way, the daemon lives on. */
-        before = books_take(h);
+        before = harness_books_take(h);
         write_config(h, "reload-no-a.yaml");
         {
                 unsigned ready, reloading, ready2, reloading2;
@@ -717,15 +694,15 @@ Test(daemon, bad_reload_keeps_the_old_tree) {
                 cr_assert_eq(r, 0, "no RELOADING=1 and READY=1 after SIGHUP (READY=1 %u -> %u, RELOADING=1 %u -> %u)",
                              ready, ready2, reloading, reloading2);
         }
-        books_assert_same(h, &before, "SIGHUP with a bad config");
+        harness_books_assert_same(h, &before, "SIGHUP with a bad config");
 
         /* The dynamic group test/c survives reloads: a tree without room for it is refused too. */
         write_config(h, "reload-c-clash.yaml");
         r = harness_call(h, &e, NULL, "Reload", "");
         assert_bus_error(r, &e, "a reload whose test (20%) has no room left for the dynamic test/c",
                          EDFD_ERROR_INVALID_CONFIG);
-        books_assert_same(h, &before, "a reload without room for a dynamic group");
-        books_free(&before);
+        harness_books_assert_same(h, &before, "a reload without room for a dynamic group");
+        harness_books_free(&before);
         harness_stop(h);
 }
 
@@ -753,7 +730,15 @@ Test(daemon, properties) {
                       "Capacity %" PRIu64 " is above %ld CPUs x 95%%", capacity, ncpu);
         cr_assert_leq(capacity, kernel_capacity, "Capacity %" PRIu64 " is above KernelCapacity %" PRIu64, capacity,
                       kernel_capacity);
-        cr_assert_eq(harness_probe_headroom(&headroom), 0);
+        /* The kernel was seen (twice in many CI runs, 6.18) to admit 2-4% of a CPU more than its
+         * pool for a while, as if a fair server's reserve were missing: an edfd that computes too
+         * little shows in every probe, so only all of five failing counts. */
+        for (unsigned i = 0; i < 5; i++) {
+                cr_assert_eq(harness_probe_headroom(&headroom), 0);
+                if (headroom <= capacity + HARNESS_BW_UNIT / 100)
+                        break;
+                harness_usleep(200 * 1000);
+        }
         cr_assert_leq(headroom, capacity + HARNESS_BW_UNIT / 100,
                       "the kernel admits %" PRIu64 " but edfd's Capacity (auto) is only %" PRIu64, headroom, capacity);
 
@@ -773,6 +758,105 @@ Test(daemon, properties) {
         assert_bus_ok(r, &e, "Echo");
         cr_assert_eq(sd_bus_message_read(reply, "t", &echo), 1);
         cr_assert_eq(echo, UINT64_C(0xfeedface12345678));
+        harness_stop(h);
+}
+
+/* What a second client's match received. */
+typedef struct Heard {
+        uint64_t ids[64];
+        size_t n;
+} Heard;
+
+static int on_heard(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Heard *heard = userdata;
+        uint64_t id;
+
+        if (sd_bus_message_is_signal(m, EDFD_BUS_INTERFACE, "ReservationAdded") ||
+            sd_bus_message_is_signal(m, EDFD_BUS_INTERFACE, "ReservationRemoved")) {
+                if (sd_bus_message_read(m, "t", &id) > 0 && heard->n < ELEMENTSOF(heard->ids))
+                        heard->ids[heard->n++] = id;
+        } else if (heard->n < ELEMENTSOF(heard->ids))
+                heard->ids[heard->n++] = 0; /* any other signal */
+        return 0;
+}
+
+static bool heard_id(const Heard *heard, uint64_t id) {
+        for (size_t i = 0; i < heard->n; i++)
+                if (heard->ids[i] == id)
+                        return true;
+        return false;
+}
+
+static uint32_t subscribers(Harness *h) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        uint32_t n = UINT32_MAX;
+
+        cr_assert_geq(sd_bus_get_property_trivial(h->bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE,
+                                                  "Subscribers", &e, 'u', &n),
+                      0, "Subscribers: %s", e.message);
+        return n;
+}
+
+/* Signals go out only while someone is subscribed; a subscription ends with Unsubscribe or when its
+ * client leaves the bus. No sleeps: a bus delivers one sender's messages in order, so a signal of the
+ * first admission, had it been sent, would reach the listener before the reply to its Subscribe. */
+Test(daemon, signals_only_to_subscribers) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        sd_bus *listener = NULL;
+        Heard heard = {};
+        HarnessChild *c;
+        uint64_t quiet, loud;
+        int r;
+
+        cr_assert_eq(subscribers(h), 1, "the harness's client is subscribed");
+        r = harness_call(h, &e, NULL, "Unsubscribe", "");
+        assert_bus_ok(r, &e, "Unsubscribe");
+        r = harness_call(h, &e, NULL, "Unsubscribe", "");
+        assert_bus_ok(r, &e, "Unsubscribe when not subscribed");
+        cr_assert_eq(subscribers(h), 0);
+
+        cr_assert_geq(sd_bus_new(&listener), 0);
+        cr_assert_geq(sd_bus_set_address(listener, h->bus_address), 0);
+        cr_assert_geq(sd_bus_set_bus_client(listener, 1), 0);
+        cr_assert_geq(sd_bus_start(listener), 0);
+        cr_assert_geq(sd_bus_match_signal(listener, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, NULL,
+                                          on_heard, &heard),
+                      0);
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        r = harness_admit(h, &e, c->pid, 0, "test/a", 1 * MS, 0, P100, 0, &quiet);
+        assert_bus_ok(r, &e, "Admit without subscribers");
+        r = harness_call(h, &e, NULL, "Release", "t", quiet);
+        assert_bus_ok(r, &e, "Release without subscribers");
+
+        for (int i = 0; i < 2; i++)
+                cr_assert_geq(sd_bus_call_method(listener, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE,
+                                                 "Subscribe", &e, NULL, ""),
+                              0, "Subscribe: %s", e.message);
+        cr_assert_eq(subscribers(h), 1, "subscribing twice is subscribing once");
+        r = harness_admit(h, &e, c->pid, 0, "test/a", 1 * MS, 0, P100, 0, &loud);
+        assert_bus_ok(r, &e, "Admit with a subscriber");
+        for (unsigned i = 0; i < 500 && !heard_id(&heard, loud); i++) {
+                while (sd_bus_process(listener, NULL) > 0)
+                        ;
+                if (!heard_id(&heard, loud))
+                        (void) sd_bus_wait(listener, 10000);
+        }
+        cr_assert(heard_id(&heard, loud), "the subscriber got no ReservationAdded for %" PRIu64, loud);
+        cr_assert(!heard_id(&heard, quiet), "reservation %" PRIu64 "'s signals were sent with nobody subscribed", quiet);
+        cr_assert_eq(heard.n, 1, "%zu signals, one expected", heard.n);
+
+        /* The listener leaves the bus: edfd forgets it (NameOwnerChanged; bounded wait). */
+        listener = sd_bus_flush_close_unref(listener);
+        uint32_t n = 1;
+        for (unsigned i = 0; i < 500 && (n = subscribers(h)) != 0; i++)
+                harness_usleep(10000);
+        cr_assert_eq(n, 0, "a subscriber that left the bus is still counted");
+
+        r = harness_call(h, &e, NULL, "Release", "t", loud);
+        assert_bus_ok(r, &e, "Release");
+        harness_child_kill(c);
         harness_stop(h);
 }
 

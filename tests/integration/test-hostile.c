@@ -60,31 +60,6 @@ static uint64_t mono_usec(void) {
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
-/* ---- books ---- */
-
-typedef struct Books {
-        char *reservations;
-        char *groups;
-} Books;
-
-static Books books_take(Harness *h) {
-        return (Books) { harness_books_reservations(h), harness_books_groups(h) };
-}
-
-static void books_assert_same(Harness *h, const Books *before, const char *after_what) {
-        Books now = books_take(h);
-
-        cr_assert_str_eq(now.reservations, before->reservations, "ListReservations changed after %s", after_what);
-        cr_assert_str_eq(now.groups, before->groups, "ListGroups changed after %s", after_what);
-        free(now.reservations);
-        free(now.groups);
-}
-
-static void books_free(Books *b) {
-        free(b->reservations);
-        free(b->groups);
-}
-
 static void assert_answers(Harness *h, const char *after_what) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -517,7 +492,7 @@ static void run_admit_cases(Harness *h, Agent *a, const HarnessChild *c, const H
                 uint64_t pid = resolve(k->pid == V_CHILD && as_nobody ? V_NOBODY : k->pid, c, o, nobody);
                 uint64_t tid = resolve(k->tid, c, o, nobody);
                 const char *error = k->error, *alt = k->alt;
-                Books before = books_take(h);
+                HarnessBooks before = harness_books_take(h);
                 char what[256];
                 int r;
 
@@ -547,8 +522,8 @@ static void run_admit_cases(Harness *h, Agent *a, const HarnessChild *c, const H
                                           &id);
                         harness_assert_error_(r, &e, what, error, alt);
                 }
-                books_assert_same(h, &before, what);
-                books_free(&before);
+                harness_books_assert_same(h, &before, what);
+                harness_books_free(&before);
                 harness_assert_other(as_nobody ? nobody : c->pid);
                 harness_assert_other(c->tids[1]);
                 assert_answers(h, what);
@@ -708,14 +683,14 @@ Test(hostile, other_methods) {
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 Call k = cases[i];
-                Books before = books_take(h);
+                HarnessBooks before = harness_books_take(h);
 
                 if (k.a == ID_LIVE)
                         k.a = id;
                 r = call_case(h, &e, &k);
                 harness_assert_error_(r, &e, k.what, k.error, k.alt);
-                books_assert_same(h, &before, k.what);
-                books_free(&before);
+                harness_books_assert_same(h, &before, k.what);
+                harness_books_free(&before);
                 harness_assert_dl(c->pid, MS, P100, P100, 0);
                 assert_answers(h, k.what);
         }
@@ -756,7 +731,7 @@ Test(hostile, wrong_signatures) {
         uint8_t y = 7;
         int fd = -1;
         const char *s = "test/a";
-        Books before = books_take(h);
+        HarnessBooks before = harness_books_take(h);
         char what[128];
         int r;
 
@@ -800,7 +775,7 @@ Test(hostile, wrong_signatures) {
                         }
                         harness_assert_error_(r, &e, what, E_ARGS, NULL);
                 }
-        books_assert_same(h, &before, "wrong signatures");
+        harness_books_assert_same(h, &before, "wrong signatures");
         assert_answers(h, "wrong signatures");
 
         r = call_raw(h, &e, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "NoSuchMethod", "", NULL);
@@ -830,8 +805,8 @@ Test(hostile, wrong_signatures) {
                 r = sd_bus_message_append(m, "s", "test/\xc3\x28");
                 cr_assert_lt(r, 0, "sd-bus appended an invalid UTF-8 string");
         }
-        books_assert_same(h, &before, "unknown members and properties");
-        books_free(&before);
+        harness_books_assert_same(h, &before, "unknown members and properties");
+        harness_books_free(&before);
         assert_answers(h, "unknown members and properties");
         harness_stop(h);
 }
@@ -843,7 +818,7 @@ Test(hostile, kernel_threads_and_pid1_unprivileged) {
         Agent *a = agent_start(h);
         pid_t kt = idle_kernel_thread();
         const uint64_t pids[] = { 1, 2, (uint64_t) kt };
-        Books before = books_take(h);
+        HarnessBooks before = harness_books_take(h);
 
         for (size_t i = 0; i < ELEMENTSOF(pids); i++) {
                 AgentReply rep;
@@ -859,8 +834,8 @@ Test(hostile, kernel_threads_and_pid1_unprivileged) {
                 rep = agent_call(a, "Admit", "ttstttt", UINT64_C(0), pids[i], "test/a", MS, UINT64_C(0), P100, UINT64_C(0));
                 cr_assert(rep.r < 0, "nobody: Admit(pid 0 = itself, tid %" PRIu64 ") succeeded", pids[i]);
         }
-        books_assert_same(h, &before, "nobody's admissions of pid 1 and kernel threads");
-        books_free(&before);
+        harness_books_assert_same(h, &before, "nobody's admissions of pid 1 and kernel threads");
+        harness_books_free(&before);
         agent_stop(a);
         harness_stop(h);
 }
@@ -869,7 +844,7 @@ Test(hostile, kernel_threads_as_root) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         Harness *h = harness_start_or_skip("basic.yaml");
         pid_t kt = idle_kernel_thread();
-        Books before = books_take(h);
+        HarnessBooks before = harness_books_take(h);
         uint64_t id;
         int r;
 
@@ -895,8 +870,8 @@ Test(hostile, kernel_threads_as_root) {
                 cr_assert_fail("root: Admit(kthreadd) SUCCEEDED (released again at once)");
         }
         harness_assert_error_(r, &e, "root: Admit(kthreadd)", E_INVALID, E_DENIED);
-        books_assert_same(h, &before, "root's admissions of kernel threads");
-        books_free(&before);
+        harness_books_assert_same(h, &before, "root's admissions of kernel threads");
+        harness_books_free(&before);
         harness_assert_other(kt);
         harness_assert_other(2);
         harness_stop(h);
