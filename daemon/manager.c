@@ -505,7 +505,8 @@ static void release_books(Manager *m, Reservation *res, const char *reason) {
                 r = dt ? apply_with_retry(dt, &e.donor->params, e.donor->flags) : -ESRCH;
                 if (r < 0) {
                         /* The kernel would not take it back: the runtime stays with the group. */
-                        log_debug("Could not return runtime to donor %" PRIu64 ": %s", e.donor->id, strerror(-r));
+                        log_notice("The kernel would not give reservation %" PRIu64 " back the runtime of %" PRIu64
+                                   " (%s): it stays with group %s", e.donor->id, id, strerror(-r), group);
                         (void) reservation_update(m->tree, e.donor, &e.donor_old, NULL);
                         (void) record(m, false, e.donor);
                 } else {
