@@ -36,6 +36,7 @@
 
 #include <criterion/criterion.h>
 
+#include "agent.h"
 #include "harness.h"
 #include "protocol.h"
 
@@ -206,16 +207,6 @@ static Harness *start(const char *config) {
 
 /* ---- unprivileged processes ---- */
 
-static int drop_to(uid_t uid) {
-        if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)
-                return -errno;
-        return 0;
-}
-
-static int drop_to_nobody(void) {
-        return drop_to(NOBODY);
-}
-
 /* A second unprivileged user: "daemon". (dbus-daemon's <allow user="*"/> lets in only users with a
  * name, so a uid without a passwd entry cannot be used.) */
 static uid_t other_uid;
@@ -226,25 +217,6 @@ static uid_t find_other_uid(void) {
         if (!pw || pw->pw_uid == 0 || pw->pw_uid == NOBODY)
                 cr_skip_test("there is no user \"daemon\" to be a second unprivileged user");
         return other_uid = pw->pw_uid;
-}
-
-/* In a child: keep only fd (as 3) and the standard streams, so that no other child's socket or the
- * harness's bus connection stays open in it. Returns 3. */
-static int keep_only_fd(int fd) {
-        if (fd != 3) {
-                if (dup2(fd, 3) < 0)
-                        _exit(110);
-        }
-        (void) close_range(4, ~0U, 0);
-        return 3;
-}
-
-/* After a credential change the parent-death signal is cleared: set it again, and make sure the
- * parent did not die before. */
-static void die_with_parent(pid_t parent) {
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-                _exit(111);
 }
 
 /* A process of uid 65534 (or of root, when root is set) that sleeps, and forks a sleeping child
@@ -267,10 +239,10 @@ _Noreturn static void proc_main(pid_t parent, int ctl, ProcKind kind) {
         size_t n = 0;
         char c;
 
-        ctl = keep_only_fd(ctl);
-        if (kind != PROC_ROOT && drop_to(kind == PROC_OTHER ? other_uid : NOBODY) < 0)
+        ctl = agent_keep_only_fd(ctl);
+        if (kind != PROC_ROOT && agent_drop_to(kind == PROC_OTHER ? other_uid : NOBODY) < 0)
                 _exit(112);
-        die_with_parent(parent);
+        agent_die_with_parent(parent);
         if (write(ctl, "r", 1) != 1)
                 _exit(113);
         for (;;) {
@@ -286,7 +258,7 @@ _Noreturn static void proc_main(pid_t parent, int ctl, ProcKind kind) {
                         pid_t self = getpid(), kid = fork();
                         if (kid == 0) {
                                 close(ctl);
-                                die_with_parent(self);
+                                agent_die_with_parent(self);
                                 for (;;)
                                         pause();
                         }
@@ -342,226 +314,6 @@ static void proc_free(Proc *p) {
         }
         close(p->ctl);
         free(p);
-}
-
-/* ---- the agent: bus calls as nobody ---- */
-
-#define AGENT_STR_MAX 8192
-
-typedef struct AgentCall {
-        char member[48];
-        char interface[64];  /* "" = edfd's manager interface */
-        char types[16];      /* t, u, b, i take num[], s takes str */
-        uint64_t num[8];
-        char str[AGENT_STR_MAX];
-} AgentCall;
-
-typedef struct AgentReply {
-        int r;
-        char name[160];
-        char message[640];
-        uint64_t value;      /* the first t or u of the reply */
-} AgentReply;
-
-typedef struct Agent {
-        pid_t pid;
-        int fd;
-} Agent;
-
-static uid_t agent_uid = NOBODY; /* whom the next agent_start() runs as */
-
-static void agent_reply_send(int fd, AgentReply *rep) {
-        if (send(fd, rep, sizeof *rep, MSG_NOSIGNAL) != (ssize_t) sizeof *rep)
-                _exit(114);
-}
-
-static void agent_run_call(sd_bus *bus, const AgentCall *c, AgentReply *rep) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
-        sd_bus_message *m = NULL, *reply = NULL;
-        size_t k = 0;
-        char type;
-        int r;
-
-        memset(rep, 0, sizeof *rep);
-        if (strcmp(c->member, "!RequestName") == 0) {
-                rep->r = sd_bus_request_name(bus, c->str, 0);
-                return;
-        }
-        r = sd_bus_message_new_method_call(bus, &m, EDFD_BUS_NAME, EDFD_BUS_PATH,
-                                           c->interface[0] ? c->interface : EDFD_BUS_INTERFACE, c->member);
-        for (const char *t = c->types; r >= 0 && *t; t++) {
-                switch (*t) {
-                case 't':
-                        r = sd_bus_message_append_basic(m, 't', &c->num[k++]);
-                        break;
-                case 'u': {
-                        uint32_t u = (uint32_t) c->num[k++];
-                        r = sd_bus_message_append_basic(m, 'u', &u);
-                        break;
-                }
-                case 'i': {
-                        int32_t i = (int32_t) c->num[k++];
-                        r = sd_bus_message_append_basic(m, 'i', &i);
-                        break;
-                }
-                case 'b': {
-                        int b = !!c->num[k++];
-                        r = sd_bus_message_append_basic(m, 'b', &b);
-                        break;
-                }
-                case 's':
-                        r = sd_bus_message_append_basic(m, 's', c->str);
-                        break;
-                default:
-                        r = -EINVAL;
-                }
-        }
-        if (r >= 0)
-                r = sd_bus_call(bus, m, 30 * UINT64_C(1000000), &e, &reply);
-        rep->r = r;
-        if (e.name)
-                snprintf(rep->name, sizeof rep->name, "%s", e.name);
-        else if (r < 0)
-                snprintf(rep->name, sizeof rep->name, "errno:%s", strerror(-r));
-        if (e.message)
-                snprintf(rep->message, sizeof rep->message, "%s", e.message);
-        if (r >= 0 && reply && sd_bus_message_peek_type(reply, &type, NULL) > 0) {
-                if (type == 't')
-                        (void) sd_bus_message_read_basic(reply, 't', &rep->value);
-                else if (type == 'u') {
-                        uint32_t u = 0;
-                        (void) sd_bus_message_read_basic(reply, 'u', &u);
-                        rep->value = u;
-                }
-        }
-        sd_bus_error_free(&e);
-        sd_bus_message_unref(m);
-        sd_bus_message_unref(reply);
-}
-
-_Noreturn static void agent_main(pid_t parent, int fd, const char *address, uid_t uid) {
-        static AgentCall call;
-        AgentReply rep = {};
-        sd_bus *bus = NULL;
-
-        fd = keep_only_fd(fd);
-        rep.r = drop_to(uid);
-        die_with_parent(parent);
-        if (rep.r == 0 && (getuid() != uid || geteuid() != uid))
-                rep.r = -EPERM;
-        if (rep.r == 0) {
-                rep.r = sd_bus_new(&bus);
-                if (rep.r >= 0)
-                        rep.r = sd_bus_set_address(bus, address);
-                if (rep.r >= 0)
-                        rep.r = sd_bus_set_bus_client(bus, 1);
-                if (rep.r >= 0)
-                        rep.r = sd_bus_start(bus);
-                if (rep.r > 0)
-                        rep.r = 0;
-        }
-        agent_reply_send(fd, &rep);
-        if (rep.r < 0)
-                _exit(115);
-        for (;;) {
-                ssize_t n = recv(fd, &call, sizeof call, 0);
-                if (n <= 0)
-                        _exit(0);
-                if (n != (ssize_t) sizeof call)
-                        _exit(116);
-                agent_run_call(bus, &call, &rep);
-                agent_reply_send(fd, &rep);
-        }
-}
-
-static Agent *agent_start(Harness *h) {
-        Agent *a = calloc(1, sizeof *a);
-        pid_t parent = getpid();
-        AgentReply rep;
-        int sv[2];
-
-        cr_assert(a);
-        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-        a->pid = fork();
-        cr_assert_geq(a->pid, 0);
-        if (a->pid == 0) {
-                close(sv[0]);
-                agent_main(parent, sv[1], h->bus_address, agent_uid);
-        }
-        close(sv[1]);
-        a->fd = sv[0];
-        cr_assert_eq(recv(a->fd, &rep, sizeof rep, 0), (ssize_t) sizeof rep, "the agent died before connecting");
-        cr_assert_eq(rep.r, 0, "the agent (uid %d) could not connect to the bus: %s", (int) agent_uid,
-                     strerror(-rep.r));
-        agent_uid = NOBODY;
-        return a;
-}
-
-static void agent_stop(Agent *a) {
-        if (!a)
-                return;
-        close(a->fd);
-        kill(a->pid, SIGKILL);
-        (void) waitpid(a->pid, NULL, 0);
-        free(a);
-}
-
-/* Send member(types...) to the agent, to run as nobody: t u b i take uint64_t arguments, s a string.
- * On interface iface (NULL: edfd's manager). The reply is read with agent_recv(). */
-static void agent_sendv(Agent *a, const char *iface, const char *member, const char *types, va_list ap) {
-        static AgentCall c;
-        size_t k = 0;
-
-        memset(&c, 0, sizeof c);
-        snprintf(c.member, sizeof c.member, "%s", member);
-        snprintf(c.interface, sizeof c.interface, "%s", iface ? iface : "");
-        snprintf(c.types, sizeof c.types, "%s", types);
-        for (const char *t = types; *t; t++)
-                if (*t == 's')
-                        snprintf(c.str, sizeof c.str, "%s", va_arg(ap, const char *));
-                else
-                        c.num[k++] = va_arg(ap, uint64_t);
-        cr_assert_eq(send(a->fd, &c, sizeof c, MSG_NOSIGNAL), (ssize_t) sizeof c, "the agent is gone");
-}
-
-static AgentReply agent_recv(Agent *a, const char *member) {
-        AgentReply rep;
-
-        cr_assert_eq(recv(a->fd, &rep, sizeof rep, 0), (ssize_t) sizeof rep, "the agent died during %s", member);
-        return rep;
-}
-
-static void agent_send(Agent *a, const char *member, const char *types, ...) {
-        va_list ap;
-
-        va_start(ap, types);
-        agent_sendv(a, NULL, member, types, ap);
-        va_end(ap);
-}
-
-static AgentReply agent_callv(Agent *a, const char *iface, const char *member, const char *types, va_list ap) {
-        agent_sendv(a, iface, member, types, ap);
-        return agent_recv(a, member);
-}
-
-static AgentReply agent_call(Agent *a, const char *member, const char *types, ...) {
-        AgentReply rep;
-        va_list ap;
-
-        va_start(ap, types);
-        rep = agent_callv(a, NULL, member, types, ap);
-        va_end(ap);
-        return rep;
-}
-
-static AgentReply agent_call_iface(Agent *a, const char *iface, const char *member, const char *types, ...) {
-        AgentReply rep;
-        va_list ap;
-
-        va_start(ap, types);
-        rep = agent_callv(a, iface, member, types, ap);
-        va_end(ap);
-        return rep;
 }
 
 static AgentReply agent_admit(Agent *a, pid_t pid, pid_t tid, const char *group, uint64_t runtime, uint64_t deadline,
@@ -1426,11 +1178,11 @@ static pid_t hung_polkit_start(Harness *h) {
         if (fake == 0) {
                 sd_bus *bus = NULL;
                 close(ready[0]);
-                ready[1] = keep_only_fd(ready[1]);
+                ready[1] = agent_keep_only_fd(ready[1]);
                 if (setgroups(0, NULL) < 0 || setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) < 0 ||
                     setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) < 0)
                         _exit(1);
-                die_with_parent(parent);
+                agent_die_with_parent(parent);
                 if (sd_bus_new(&bus) < 0 || sd_bus_set_address(bus, h->bus_address) < 0 ||
                     sd_bus_set_bus_client(bus, 1) < 0 || sd_bus_start(bus) < 0 ||
                     sd_bus_request_name(bus, "org.freedesktop.PolicyKit1", 0) < 0)
@@ -1520,10 +1272,10 @@ Test(authz, limits_survive_a_restart) {
 _Noreturn static void flooder(const char *address, pid_t parent, unsigned n_conn, unsigned per_conn, int ready) {
         sd_bus *buses[16] = {};
 
-        ready = keep_only_fd(ready);
-        if (drop_to_nobody() < 0)
+        ready = agent_keep_only_fd(ready);
+        if (agent_drop_to(NOBODY) < 0)
                 _exit(1);
-        die_with_parent(parent);
+        agent_die_with_parent(parent);
         for (unsigned i = 0; i < n_conn && i < ELEMENTSOF(buses); i++) {
                 if (sd_bus_new(&buses[i]) < 0 || sd_bus_set_address(buses[i], address) < 0 ||
                     sd_bus_set_bus_client(buses[i], 1) < 0 || sd_bus_start(buses[i]) < 0)
@@ -1568,8 +1320,7 @@ Test(authz, a_burst_waiting_for_polkit_does_not_deny_others) {
         char byte;
 
         fake = hung_polkit_start(h);
-        agent_uid = victim;
-        a = agent_start(h);
+        a = agent_start_as(h, victim);
         cr_assert_eq(pipe2(ready, O_CLOEXEC), 0);
         flood = fork();
         cr_assert_geq(flood, 0);

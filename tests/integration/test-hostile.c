@@ -35,6 +35,7 @@
 
 #include <criterion/criterion.h>
 
+#include "agent.h"
 #include "harness.h"
 #include "protocol.h"
 
@@ -71,27 +72,6 @@ static void assert_answers(Harness *h, const char *after_what) {
                   "edfd does not answer Echo after %s: %s", after_what, e.message ? e.message : strerror(-r));
 }
 
-/* ---- unprivileged processes (as in test-authz.c) ---- */
-
-static int drop_to_nobody(void) {
-        if (setgroups(0, NULL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
-                return -errno;
-        return 0;
-}
-
-static int keep_only_fd(int fd) {
-        if (fd != 3 && dup2(fd, 3) < 0)
-                _exit(110);
-        (void) close_range(fd == -1 ? 3 : 4, ~0U, 0);
-        return 3;
-}
-
-static void die_with_parent(pid_t parent) {
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent)
-                _exit(111);
-}
-
 /* A sleeping process of uid 65534. */
 static pid_t nobody_sleeper(void) {
         pid_t parent = getpid(), pid = fork();
@@ -99,9 +79,9 @@ static pid_t nobody_sleeper(void) {
         cr_assert_geq(pid, 0);
         if (pid == 0) {
                 (void) close_range(3, ~0U, 0);
-                if (drop_to_nobody() < 0)
+                if (agent_drop_to(NOBODY) < 0)
                         _exit(112);
-                die_with_parent(parent);
+                agent_die_with_parent(parent);
                 for (;;)
                         pause();
         }
@@ -120,148 +100,6 @@ static pid_t nobody_sleeper(void) {
 static void sleeper_kill(pid_t pid) {
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
-}
-
-/* The agent: a child of uid 65534 on its own bus connection that runs the calls sent to it. */
-#define AGENT_STR_MAX 8192
-
-typedef struct AgentCall {
-        char member[48];
-        char types[16];
-        uint64_t num[8];
-        char str[AGENT_STR_MAX];
-} AgentCall;
-
-typedef struct AgentReply {
-        int r;
-        char name[160];
-        char message[640];
-        uint64_t value;
-} AgentReply;
-
-typedef struct Agent {
-        pid_t pid;
-        int fd;
-} Agent;
-
-static void agent_run_call(sd_bus *bus, const AgentCall *c, AgentReply *rep) {
-        sd_bus_error e = SD_BUS_ERROR_NULL;
-        sd_bus_message *m = NULL, *reply = NULL;
-        size_t k = 0;
-        int r;
-
-        memset(rep, 0, sizeof *rep);
-        r = sd_bus_message_new_method_call(bus, &m, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, c->member);
-        for (const char *t = c->types; r >= 0 && *t; t++) {
-                if (*t == 't')
-                        r = sd_bus_message_append_basic(m, 't', &c->num[k++]);
-                else if (*t == 'u') {
-                        uint32_t u = (uint32_t) c->num[k++];
-                        r = sd_bus_message_append_basic(m, 'u', &u);
-                } else if (*t == 's')
-                        r = sd_bus_message_append_basic(m, 's', c->str);
-                else
-                        r = -EINVAL;
-        }
-        if (r >= 0)
-                r = sd_bus_call(bus, m, 10 * UINT64_C(1000000), &e, &reply);
-        rep->r = r;
-        if (e.name)
-                snprintf(rep->name, sizeof rep->name, "%s", e.name);
-        else if (r < 0)
-                snprintf(rep->name, sizeof rep->name, "errno:%s", strerror(-r));
-        if (e.message)
-                snprintf(rep->message, sizeof rep->message, "%s", e.message);
-        if (r >= 0 && reply) {
-                char type;
-                if (sd_bus_message_peek_type(reply, &type, NULL) > 0 && type == 't')
-                        (void) sd_bus_message_read_basic(reply, 't', &rep->value);
-        }
-        sd_bus_error_free(&e);
-        sd_bus_message_unref(m);
-        sd_bus_message_unref(reply);
-}
-
-_Noreturn static void agent_main(pid_t parent, int fd, const char *address) {
-        static AgentCall call;
-        AgentReply rep = {};
-        sd_bus *bus = NULL;
-
-        fd = keep_only_fd(fd);
-        rep.r = drop_to_nobody();
-        die_with_parent(parent);
-        if (rep.r >= 0)
-                rep.r = sd_bus_new(&bus);
-        if (rep.r >= 0)
-                rep.r = sd_bus_set_address(bus, address);
-        if (rep.r >= 0)
-                rep.r = sd_bus_set_bus_client(bus, 1);
-        if (rep.r >= 0)
-                rep.r = sd_bus_start(bus);
-        if (rep.r > 0)
-                rep.r = 0;
-        if (send(fd, &rep, sizeof rep, MSG_NOSIGNAL) != (ssize_t) sizeof rep || rep.r < 0)
-                _exit(115);
-        for (;;) {
-                ssize_t n = recv(fd, &call, sizeof call, 0);
-                if (n != (ssize_t) sizeof call)
-                        _exit(0);
-                agent_run_call(bus, &call, &rep);
-                if (send(fd, &rep, sizeof rep, MSG_NOSIGNAL) != (ssize_t) sizeof rep)
-                        _exit(114);
-        }
-}
-
-static Agent *agent_start(Harness *h) {
-        Agent *a = calloc(1, sizeof *a);
-        pid_t parent = getpid();
-        AgentReply rep;
-        int sv[2];
-
-        cr_assert(a);
-        cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-        a->pid = fork();
-        cr_assert_geq(a->pid, 0);
-        if (a->pid == 0) {
-                close(sv[0]);
-                agent_main(parent, sv[1], h->bus_address);
-        }
-        close(sv[1]);
-        a->fd = sv[0];
-        cr_assert_eq(recv(a->fd, &rep, sizeof rep, 0), (ssize_t) sizeof rep, "the agent died before connecting");
-        cr_assert_eq(rep.r, 0, "the agent (uid %d) could not connect to the bus: %s", NOBODY, strerror(-rep.r));
-        return a;
-}
-
-static void agent_stop(Agent *a) {
-        if (!a)
-                return;
-        close(a->fd);
-        kill(a->pid, SIGKILL);
-        (void) waitpid(a->pid, NULL, 0);
-        free(a);
-}
-
-/* t and u take uint64_t arguments, s a string. */
-static AgentReply agent_call(Agent *a, const char *member, const char *types, ...) {
-        static AgentCall c;
-        AgentReply rep;
-        va_list ap;
-        size_t k = 0;
-
-        memset(&c, 0, sizeof c);
-        snprintf(c.member, sizeof c.member, "%s", member);
-        snprintf(c.types, sizeof c.types, "%s", types);
-        va_start(ap, types);
-        for (const char *t = types; *t; t++)
-                if (*t == 's')
-                        snprintf(c.str, sizeof c.str, "%s", va_arg(ap, const char *));
-                else
-                        c.num[k++] = va_arg(ap, uint64_t);
-        va_end(ap);
-        cr_assert_eq(send(a->fd, &c, sizeof c, MSG_NOSIGNAL), (ssize_t) sizeof c, "the agent is gone");
-        cr_assert_eq(recv(a->fd, &rep, sizeof rep, 0), (ssize_t) sizeof rep, "the agent died during %s", member);
-        return rep;
 }
 
 /* ---- kernel threads ---- */
