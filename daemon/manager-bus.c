@@ -138,6 +138,28 @@ static int check_group_args(const char *path, uint64_t runtime, uint64_t period,
         return 0;
 }
 
+static void flush_signals(Manager *m);
+
+/* The answer to an Admit that waited for the kernel (manager_admit() returned 1); the signals its
+ * success emitted go out after it. */
+static void admit_done(Manager *m, void *userdata, uint64_t id, const OpError *error) {
+        sd_bus_message *msg = userdata;
+
+        if (error) {
+                _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+                int r = reply_error(&e, error);
+
+                if (sd_bus_error_is_set(&e))
+                        (void) sd_bus_reply_method_error(msg, &e);
+                else
+                        (void) sd_bus_reply_method_errno(msg, r, NULL);
+        } else
+                (void) sd_bus_reply_method_return(msg, "t", id);
+        flush_signals(m);
+        m->defer_signals = false;
+        sd_bus_message_unref(msg);
+}
+
 static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         Manager *m = userdata;
         uint64_t pid, tid, runtime, deadline, period, flags, id;
@@ -177,7 +199,13 @@ static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_e
                         return r < 0 ? r : 1;
                 req.may_move = true;
         }
-        if (manager_admit(m, &req, &id, &e) < 0)
+        req.done = admit_done;
+        req.done_userdata = sd_bus_message_ref(msg);
+        r = manager_admit(m, &req, &id, &e);
+        if (r > 0)
+                return 1; /* waiting for the kernel: admit_done() answers */
+        sd_bus_message_unref(msg);
+        if (r < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "t", id);
 }
@@ -519,7 +547,6 @@ static int property_version(sd_bus *bus, const char *path, const char *interface
                 flush_signals(m); /* after a reply; before an error reply, which sd-bus sends on return */  \
                 return r;                                                                                     \
         }
-static void flush_signals(Manager *m);
 DEFERRING(method_admit)
 DEFERRING(method_update)
 DEFERRING(method_release)

@@ -257,6 +257,156 @@ static Group *resolve_group(Manager *m, const char *path) {
         return tree_find_group(m->tree, path);
 }
 
+/* After the kernel took the admission: check the owner again, move the process if asked, record the
+ * result, keep the target (moved out of *t), announce. On failure everything is rolled back. */
+static int admit_finish(Manager *m, Reservation *res, SchedTarget *t, uid_t caller_uid, uid_t owner, uint64_t *ret_id,
+                        OpError *error) {
+        uint32_t pid = res->pid, tid = res->tid;
+        const Group *g = res->group;
+        int r;
+
+        /* The owner again, after the change: the process may have been replaced, or changed its
+         * credentials, while the syscall ran. */
+        uid_t owner_after;
+        if (caller_uid != 0 && (authz_process_owner((pid_t) pid, &owner_after) < 0 || owner_after != owner)) {
+                uint64_t id = res->id;
+                (void) sched_release(t);
+                reservation_release(m->tree, res, NULL);
+                (void) state_write_release(m->state, id);
+                sched_target_done(t);
+                return op_fail(error, OP_PERMISSION_DENIED, "process %" PRIu32 " changed its owner during the admission",
+                               pid);
+        }
+        if (res->flags & EDFD_ADMIT_MOVE) {
+                r = cgroup_move_process(m->cgroup_root, g->cgroup, (pid_t) pid);
+                if (r < 0) {
+                        uint64_t id = res->id;
+                        (void) sched_release(t);
+                        reservation_release(m->tree, res, NULL);
+                        (void) state_write_release(m->state, id);
+                        sched_target_done(t);
+                        return op_errno(error, r, "moving the process into its group's cgroup");
+                }
+        }
+        r = record(m, false, res);
+        if (r == 0)
+                r = target_put(m, res->id, t);
+        if (r < 0) {
+                uint64_t id = res->id;
+                log_state_failure(r);
+                (void) sched_release(t);
+                reservation_release(m->tree, res, NULL);
+                (void) state_write_release(m->state, id);
+                sched_target_done(t);
+                return op_errno(error, r, "recording the admission");
+        }
+        *t = SCHED_TARGET_NULL; /* the targets map has it now */
+
+        log_debug("Admitted %" PRIu64 ": thread %" PRIu32 " of %" PRIu32 " in %s", res->id, tid, pid, g->path);
+        manager_bus_emit_added(m, res, "requested");
+        notify_status(m);
+        maybe_compact(m);
+        *ret_id = res->id;
+        return 0;
+}
+
+/* --- admissions waiting for the kernel --- */
+
+typedef struct PendingAdmit {
+        Manager *m;
+        uint64_t id;
+        SchedTarget t;
+        uid_t caller_uid, owner;
+        uint64_t until, delay_ns;
+        sd_event_source *timer;
+        AdmitDone done;
+        void *userdata;
+        struct PendingAdmit *next;
+} PendingAdmit;
+
+static bool admit_pending(const Manager *m, uint64_t id) {
+        for (const PendingAdmit *p = m->pending_admits; p; p = p->next)
+                if (p->id == id)
+                        return true;
+        return false;
+}
+
+/* Unlink p, tell its caller, free it. */
+static void pending_end(PendingAdmit *p, uint64_t id, const OpError *error) {
+        Manager *m = p->m;
+
+        for (PendingAdmit **q = &m->pending_admits; *q; q = &(*q)->next)
+                if (*q == p) {
+                        *q = p->next;
+                        break;
+                }
+        sd_event_source_disable_unref(p->timer);
+        sched_target_done(&p->t);
+        p->done(m, p->userdata, id, error);
+        free(p);
+}
+
+static int on_admit_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+        PendingAdmit *p = userdata;
+        Manager *m = p->m;
+        Reservation *res = tree_find_reservation(m->tree, p->id);
+        OpError e = {};
+        uint64_t id = 0;
+        int r;
+
+        if (!res) {
+                /* Released meanwhile: the thread exited, or its process was released. */
+                op_fail(&e, OP_NO_SUCH_THREAD, "admission: the thread is gone (or was released) while the kernel "
+                        "refused the bandwidth");
+                pending_end(p, 0, &e);
+                return 0;
+        }
+        r = sched_apply_deadline(&p->t, res->params.runtime, res->params.deadline, res->params.period,
+                                 sched_flags_of(res->flags));
+        if (r == -EBUSY && now_ns() < p->until) {
+                p->delay_ns = MIN(p->delay_ns * 2, 5 * NSEC_PER_MSEC);
+                (void) sd_event_source_set_time_relative(s, p->delay_ns / 1000);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+                return 0;
+        }
+        m->defer_signals = true; /* the reply first (the bus half's done callback sends them) */
+        if (r < 0) {
+                uint64_t rid = res->id;
+                reservation_release(m->tree, res, NULL);
+                (void) state_write_release(m->state, rid);
+                (void) kernel_failure(&e, r, "admission");
+                pending_end(p, 0, &e);
+                return 0;
+        }
+        if (admit_finish(m, res, &p->t, p->caller_uid, p->owner, &id, &e) < 0)
+                pending_end(p, 0, &e);
+        else
+                pending_end(p, id, NULL);
+        return 0;
+}
+
+/* Wait for the kernel in the background; the target moves into the pending admission. */
+static int admit_wait(Manager *m, Reservation *res, SchedTarget *t, const AdmitRequest *req, uid_t owner) {
+        PendingAdmit *p = calloc(1, sizeof *p);
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        *p = (PendingAdmit) { .m = m, .id = res->id, .t = *t, .caller_uid = req->caller.uid, .owner = owner,
+                              .until = now_ns() + EBUSY_RETRY_NSEC, .delay_ns = 50 * NSEC_PER_USEC,
+                              .done = req->done, .userdata = req->done_userdata };
+        r = sd_event_add_time_relative(m->event, &p->timer, CLOCK_MONOTONIC, p->delay_ns / 1000, 0, on_admit_retry, p);
+        if (r < 0) {
+                free(p);
+                return r;
+        }
+        *t = SCHED_TARGET_NULL;
+        p->next = m->pending_admits;
+        m->pending_admits = p;
+        log_debug("Admission %" PRIu64 ": the kernel says EBUSY although the books have room; retrying", res->id);
+        return 0;
+}
+
 int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError *error) {
         SchedTarget t = SCHED_TARGET_NULL;
         ReservationSpec spec = {};
@@ -384,7 +534,13 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 sched_target_done(&t);
                 return op_errno(error, r, "recording the admission");
         }
-        r = apply_with_retry(&t, &res->params, res->flags);
+        if (req->done) {
+                r = sched_apply_deadline(&t, res->params.runtime, res->params.deadline, res->params.period,
+                                         sched_flags_of(res->flags));
+                if (r == -EBUSY && admit_wait(m, res, &t, req, owner) == 0)
+                        return 1;
+        } else
+                r = apply_with_retry(&t, &res->params, res->flags);
         if (r < 0) {
                 uint64_t id = res->id;
                 reservation_release(m->tree, res, NULL);
@@ -392,48 +548,7 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 sched_target_done(&t);
                 return kernel_failure(error, r, "admission");
         }
-        /* The owner again, after the change: the process may have been replaced, or changed its
-         * credentials, while the syscall ran. */
-        uid_t owner_after;
-        if (req->caller.uid != 0 && (authz_process_owner((pid_t) pid, &owner_after) < 0 || owner_after != owner)) {
-                uint64_t id = res->id;
-                (void) sched_release(&t);
-                reservation_release(m->tree, res, NULL);
-                (void) state_write_release(m->state, id);
-                sched_target_done(&t);
-                return op_fail(error, OP_PERMISSION_DENIED, "process %" PRIu32 " changed its owner during the admission",
-                               pid);
-        }
-        if (req->flags & EDFD_ADMIT_MOVE) {
-                r = cgroup_move_process(m->cgroup_root, g->cgroup, (pid_t) pid);
-                if (r < 0) {
-                        uint64_t id = res->id;
-                        (void) sched_release(&t);
-                        reservation_release(m->tree, res, NULL);
-                        (void) state_write_release(m->state, id);
-                        sched_target_done(&t);
-                        return op_errno(error, r, "moving the process into its group's cgroup");
-                }
-        }
-        r = record(m, false, res);
-        if (r == 0)
-                r = target_put(m, res->id, &t);
-        if (r < 0) {
-                uint64_t id = res->id;
-                log_state_failure(r);
-                (void) sched_release(&t);
-                reservation_release(m->tree, res, NULL);
-                (void) state_write_release(m->state, id);
-                sched_target_done(&t);
-                return op_errno(error, r, "recording the admission");
-        }
-
-        log_debug("Admitted %" PRIu64 ": thread %" PRIu32 " of %" PRIu32 " in %s", res->id, tid, pid, g->path);
-        manager_bus_emit_added(m, res, "requested");
-        notify_status(m);
-        maybe_compact(m);
-        *ret_id = res->id;
-        return 0;
+        return admit_finish(m, res, &t, req->caller.uid, owner, ret_id, error);
 }
 
 int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *params, OpError *error) {
@@ -514,7 +629,8 @@ static void release_books(Manager *m, Reservation *res, const char *reason) {
                         manager_bus_emit_changed(m, e.donor, "returned");
                 }
         }
-        manager_bus_emit_removed(m, id, pid, tid, group, reason);
+        if (!admit_pending(m, id)) /* one never announced ends unannounced */
+                manager_bus_emit_removed(m, id, pid, tid, group, reason);
         notify_status(m);
         maybe_compact(m);
 }
@@ -1033,6 +1149,8 @@ int manager_resync(Manager *m, const char *why) {
                 SchedInfo si;
 
                 next = reservation_next(m->tree, res);
+                if (!t && admit_pending(m, res->id))
+                        continue; /* not applied yet: the retry timer settles it */
                 if (!t || sched_target_verify(t) < 0) {
                         /* next may be a split child whose donor this is; that is fine: only res goes. */
                         release_books(m, res, "vanished");
@@ -1533,6 +1651,12 @@ Manager *manager_free(Manager *m) {
         sd_event_source_unref(m->procmon_source);
         sd_event_source_unref(m->resync_timer);
         sd_event_source_unref(m->status_timer);
+        while (m->pending_admits) {
+                OpError e = {};
+                op_fail(&e, OP_KERNEL_REFUSED, "admission: edfd is stopping while the kernel still refused the "
+                        "bandwidth (EBUSY)");
+                pending_end(m->pending_admits, 0, &e);
+        }
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         if (m->procmon_fd >= 0)

@@ -83,6 +83,9 @@ typedef struct Manager {
 
         bool stopping;
 
+        /* Admissions waiting for the kernel to take the bandwidth (manager_admit()). */
+        struct PendingAdmit *pending_admits;
+
         /* The unique bus names that called Subscribe(): signals go out only while there is one. */
         char **subscribers;
         size_t n_subscribers;
@@ -105,6 +108,9 @@ int manager_start(Manager *m);
 int manager_run(Manager *m);
 
 /* The operations. Each returns 0, or -1 with *error filled. */
+/* The outcome of an Admit that had to wait: the id, or error (then id is 0). */
+typedef void (*AdmitDone)(Manager *m, void *userdata, uint64_t id, const OpError *error);
+
 typedef struct AdmitRequest {
         uint32_t pid, tid;
         const char *group;         /* "" = default group */
@@ -112,8 +118,16 @@ typedef struct AdmitRequest {
         uint64_t flags;
         Caller caller;
         bool may_move;             /* root, or polkit's manage action allowed it */
+        AdmitDone done;            /* see manager_admit(); NULL: never wait in the background */
+        void *done_userdata;
 } AdmitRequest;
 
+/* Admit a thread. Returns 0 with *ret_id, or -1 with *error. When the kernel refuses the bandwidth
+ * with EBUSY although the books have room (bandwidth on its way back at a 0-lag time, or taken by a
+ * thread edfd does not manage), the admission is retried from a timer (50 us doubling to 5 ms, for
+ * EBUSY_RETRY_NSEC) while the event loop serves everyone else: then, if req->done is set, 1 is
+ * returned and req->done is called exactly once later, with the id or the error (KernelRefused at
+ * the end of the window; also when edfd stops first). Without req->done the retry sleeps in place. */
 int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError *error);
 int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *p, OpError *error);
 /* reason is what the ReservationRemoved signal says. */

@@ -860,6 +860,165 @@ Test(daemon, signals_only_to_subscribers) {
         harness_stop(h);
 }
 
+/* ---- the kernel says EBUSY although the books have room ---- */
+
+/* The most thread tid can have at period P100 on top of what it holds (binary search to 1 us). */
+static void fill_with(pid_t tid) {
+        uint64_t lo = 0, hi = P100;
+
+        while (hi - lo > 1000) {
+                uint64_t mid = lo + (hi - lo) / 2;
+                if (harness_dl_set(tid, mid, P100, P100, 0) == 0)
+                        lo = mid;
+                else
+                        hi = mid;
+        }
+        if (lo > 0)
+                cr_assert_eq(harness_dl_set(tid, lo, P100, P100, 0), 0);
+}
+
+/* Fill the kernel's deadline pool with the threads of filler, behind edfd's back (edfd counts
+ * deadline threads it does not manage only at start and at a resync, every 10 s): what is left is
+ * less than 1 us per 100 ms, so a 1 ms / 100 ms admission gets EBUSY. Again after 300 ms, for what
+ * other tests' threads gave back at their 0-lag time meanwhile. */
+static void fill_pool(const HarnessChild *filler) {
+        for (unsigned round = 0; round < 2; round++) {
+                for (unsigned i = 0; i < filler->n_threads; i++)
+                        fill_with(filler->tids[i]);
+                if (round == 0)
+                        harness_usleep(300 * 1000);
+        }
+}
+
+static void empty_pool(const HarnessChild *filler) {
+        for (unsigned i = 0; i < filler->n_threads; i++)
+                cr_assert_eq(harness_dl_reset(filler->tids[i]), 0);
+}
+
+typedef struct Answer {
+        unsigned order; /* 0: not yet; else its place among the answers */
+        uint64_t id;
+        char error[512];
+} Answer;
+
+static unsigned answers;
+
+static int on_answer(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        Answer *a = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(m);
+
+        a->order = ++answers;
+        if (e)
+                snprintf(a->error, sizeof a->error, "%s: %s", e->name, e->message ? e->message : "");
+        else
+                (void) sd_bus_message_read(m, "t", &a->id);
+        return 0;
+}
+
+static void wait_answer(Harness *h, const Answer *a) {
+        for (unsigned i = 0; i < 500 && !a->order; i++) {
+                while (sd_bus_process(h->bus, NULL) > 0)
+                        ;
+                if (!a->order)
+                        (void) sd_bus_wait(h->bus, 10000);
+        }
+        cr_assert(a->order, "no answer within 5 s");
+}
+
+/* While the kernel refuses, edfd retries from a timer and answers everyone else meanwhile: an Echo
+ * sent after the Admit on the same connection (edfd takes them in order) is answered first; when the
+ * bandwidth comes back within the retry window, the Admit succeeds. */
+Test(daemon, kernel_busy_admit_waits_without_stalling) {
+        Harness *h = harness_start_or_skip("basic.yaml");
+        HarnessChild *c, *filler;
+        Answer admit = {}, echo = {};
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
+        fill_pool(filler);
+        answers = 0;
+        cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit",
+                                               on_answer, &admit, "ttstttt", (uint64_t) c->pid, UINT64_C(0), "test/a",
+                                               1 * MS, UINT64_C(0), P100, UINT64_C(0)),
+                      0);
+        cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Echo",
+                                               on_answer, &echo, "t", UINT64_C(7)),
+                      0);
+        wait_answer(h, &echo);
+        cr_assert(!admit.order, "the Admit was answered (%s) before the Echo sent after it: edfd did not wait in "
+                  "the background", admit.error[0] ? admit.error : "ok");
+        harness_assert_other(c->pid);
+        empty_pool(filler);
+        wait_answer(h, &admit);
+        cr_assert(!admit.error[0], "the Admit failed after the bandwidth came back: %s", admit.error);
+        harness_assert_dl(c->pid, 1 * MS, P100, P100, 0);
+        cr_assert_eq(harness_wait_signal(h, "ReservationAdded", admit.id, "requested", NULL), 0);
+        cr_assert_geq(harness_call(h, NULL, NULL, "Release", "t", admit.id), 0);
+        harness_child_kill(filler);
+        harness_child_kill(c);
+        harness_stop(h);
+}
+
+/* The thread exits while its admission waits: the answer is NoSuchThread, and no signal speaks of a
+ * reservation that was never announced. */
+Test(daemon, kernel_busy_admit_of_an_exiting_thread) {
+        Harness *h = harness_start_or_skip("basic.yaml");
+        HarnessChild *c, *filler;
+        Answer admit = {}, echo = {};
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
+        fill_pool(filler);
+        answers = 0;
+        harness_clear_signals(h);
+        cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit",
+                                               on_answer, &admit, "ttstttt", (uint64_t) c->pid, UINT64_C(0), "test/a",
+                                               1 * MS, UINT64_C(0), P100, UINT64_C(0)),
+                      0);
+        cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Echo",
+                                               on_answer, &echo, "t", UINT64_C(7)),
+                      0);
+        wait_answer(h, &echo);
+        cr_assert(!admit.order, "the Admit was answered before the Echo sent after it");
+        harness_child_kill(c);
+        wait_answer(h, &admit);
+        cr_assert(strstr(admit.error, EDFD_ERROR_NO_SUCH_THREAD), "the Admit of a thread that exited: %s",
+                  admit.error[0] ? admit.error : "succeeded");
+        for (size_t i = 0; i < h->n_signals; i++)
+                cr_assert(strcmp(h->signals[i].member, "ReservationRemoved") != 0 &&
+                          strcmp(h->signals[i].member, "ReservationAdded") != 0,
+                          "%s about a reservation never announced", h->signals[i].member);
+        harness_assert_no_reservations(h, "after the waiting admission's thread exited");
+        empty_pool(filler);
+        harness_child_kill(filler);
+        harness_stop(h);
+}
+
+/* When the bandwidth does not come back within the window: KernelRefused, nothing changed. */
+Test(daemon, kernel_busy_admit_ends_refused) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        HarnessChild *c, *filler;
+        HarnessBooks before;
+        uint64_t id = 0;
+        int r;
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
+        before = harness_books_take(h);
+        fill_pool(filler);
+        r = harness_admit(h, &e, c->pid, 0, "test/a", 1 * MS, 0, P100, 0, &id);
+        assert_bus_error(r, &e, "Admit into a full kernel pool", EDFD_ERROR_KERNEL_REFUSED);
+        cr_assert(strstr(e.message, "EBUSY"), "the message does not say EBUSY: %s", e.message);
+        harness_assert_other(c->pid);
+        harness_books_assert_same(h, &before, "a KernelRefused Admit");
+        harness_books_free(&before);
+        empty_pool(filler);
+        harness_child_kill(filler);
+        harness_child_kill(c);
+        harness_stop(h);
+}
+
 Test(daemon, exit_is_noticed) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         Harness *h = harness_start_or_skip("basic.yaml");
