@@ -925,29 +925,39 @@ static void wait_answer(Harness *h, const Answer *a) {
         cr_assert(a->order, "no answer within 5 s");
 }
 
-/* While the kernel refuses, edfd retries from a timer and answers everyone else meanwhile: an Echo
- * sent after the Admit on the same connection (edfd takes them in order) is answered first; when the
- * bandwidth comes back within the retry window, the Admit succeeds. */
-Test(daemon, kernel_busy_admit_waits_without_stalling) {
-        Harness *h = harness_start_or_skip("basic.yaml");
-        HarnessChild *c, *filler;
-        Answer admit = {}, echo = {};
+/* Fill the pool, then send an Admit of c's main thread (1 ms / 100 ms into test/a) and an Echo on the
+ * same connection, and assert the Echo is answered first: edfd waits for the kernel in the
+ * background. The Admit's answer comes into *admit later. */
+static void admit_into_full_pool(Harness *h, const HarnessChild *c, const HarnessChild *filler, Answer *admit) {
+        Answer echo = {};
 
-        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
-        cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
         fill_pool(filler);
         answers = 0;
+        harness_clear_signals(h);
         cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit",
-                                               on_answer, &admit, "ttstttt", (uint64_t) c->pid, UINT64_C(0), "test/a",
+                                               on_answer, admit, "ttstttt", (uint64_t) c->pid, UINT64_C(0), "test/a",
                                                1 * MS, UINT64_C(0), P100, UINT64_C(0)),
                       0);
         cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Echo",
                                                on_answer, &echo, "t", UINT64_C(7)),
                       0);
         wait_answer(h, &echo);
-        cr_assert(!admit.order, "the Admit was answered (%s) before the Echo sent after it: edfd did not wait in "
-                  "the background", admit.error[0] ? admit.error : "ok");
+        cr_assert(!admit->order, "the Admit was answered (%s) before the Echo sent after it: edfd did not wait in "
+                  "the background", admit->error[0] ? admit->error : "ok");
         harness_assert_other(c->pid);
+}
+
+/* While the kernel refuses, edfd retries from a timer and answers everyone else meanwhile: an Echo
+ * sent after the Admit on the same connection (edfd takes them in order) is answered first; when the
+ * bandwidth comes back within the retry window, the Admit succeeds. */
+Test(daemon, kernel_busy_admit_waits_without_stalling) {
+        Harness *h = harness_start_or_skip("basic.yaml");
+        HarnessChild *c, *filler;
+        Answer admit = {};
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
+        admit_into_full_pool(h, c, filler, &admit);
         empty_pool(filler);
         wait_answer(h, &admit);
         cr_assert(!admit.error[0], "the Admit failed after the bandwidth came back: %s", admit.error);
@@ -964,22 +974,11 @@ Test(daemon, kernel_busy_admit_waits_without_stalling) {
 Test(daemon, kernel_busy_admit_of_an_exiting_thread) {
         Harness *h = harness_start_or_skip("basic.yaml");
         HarnessChild *c, *filler;
-        Answer admit = {}, echo = {};
+        Answer admit = {};
 
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
-        fill_pool(filler);
-        answers = 0;
-        harness_clear_signals(h);
-        cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit",
-                                               on_answer, &admit, "ttstttt", (uint64_t) c->pid, UINT64_C(0), "test/a",
-                                               1 * MS, UINT64_C(0), P100, UINT64_C(0)),
-                      0);
-        cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Echo",
-                                               on_answer, &echo, "t", UINT64_C(7)),
-                      0);
-        wait_answer(h, &echo);
-        cr_assert(!admit.order, "the Admit was answered before the Echo sent after it");
+        admit_into_full_pool(h, c, filler, &admit);
         harness_child_kill(c);
         wait_answer(h, &admit);
         cr_assert(strstr(admit.error, EDFD_ERROR_NO_SUCH_THREAD), "the Admit of a thread that exited: %s",
