@@ -36,6 +36,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -959,13 +960,45 @@ static uint64_t pool_baseline(void) {
         return 0;
 }
 
+/* The pool the kernel's own arithmetic gives, when nothing is charged to anybody: every online CPU's
+ * sched_rt_runtime_us / sched_rt_period_us, less the fair server's 50 ms per 1 s per CPU on 6.12 and
+ * later. 0 when it cannot be known (admission off, an unreadable file). */
+static uint64_t nominal_pool(void) {
+        long long runtime = 0, period = 0;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned major = 0, minor = 0;
+        struct utsname u;
+        uint64_t per_cpu;
+        FILE *f;
+
+        f = fopen("/proc/sys/kernel/sched_rt_runtime_us", "re");
+        if (!f || fscanf(f, "%lld", &runtime) != 1)
+                runtime = -1;
+        if (f)
+                fclose(f);
+        f = fopen("/proc/sys/kernel/sched_rt_period_us", "re");
+        if (!f || fscanf(f, "%lld", &period) != 1)
+                period = 0;
+        if (f)
+                fclose(f);
+        if (runtime < 0 || period <= 0 || ncpu <= 0)
+                return 0;
+        per_cpu = bw((uint64_t) runtime * 1000, (uint64_t) period * 1000);
+        if (uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
+            (major > 6 || (major == 6 && minor >= 12)))
+                per_cpu = per_cpu > bw(50 * MS, 1000 * MS) ? per_cpu - bw(50 * MS, 1000 * MS) : 0;
+        return per_cpu * (uint64_t) ncpu;
+}
+
 /* Bounded (about 2 s): the pool comes back to target (bandwidth of a running task that left
  * SCHED_DEADLINE comes back at its 0-lag time, within its period). What fails is a leak: bandwidth
  * charged in the kernel to no thread. A pool larger than before is not edfd's doing (it cannot
  * enlarge the kernel's pool); the 6.18 kernel was seen to admit 2-4% of a CPU more for seconds, as
- * if part of a fair server's reserve were missing, and that is logged, not failed. */
+ * if part of a fair server's reserve were missing, and that is logged, not failed. The same
+ * anomaly during the baseline makes the target too high: a pool smaller than the target but at the
+ * kernel's nominal pool (nominal_pool()) holds nothing leaked, and is logged too. */
 static void assert_pool_settles(uint64_t target, const char *what) {
-        uint64_t v = 0;
+        uint64_t v = 0, nominal = nominal_pool();
         bool ok = false;
 
         for (unsigned i = 0; i < 40 && !ok; i++) {
@@ -978,9 +1011,15 @@ static void assert_pool_settles(uint64_t target, const char *what) {
                             "kernel admits more than it did (not a leak)", what, v, target);
                 return;
         }
+        if (!ok && nominal > 0 && v + HEADROOM_TOLERANCE >= nominal && target > nominal + HEADROOM_TOLERANCE) {
+                cr_log_warn("%s: the kernel's deadline pool is %" PRIu64 ", less than the %" PRIu64 " before but at "
+                            "its nominal %" PRIu64 ": the pool was larger than nominal before (not a leak)",
+                            what, v, target, nominal);
+                return;
+        }
         cr_assert(ok, "%s: the kernel's deadline pool (headroom + every deadline thread) is %" PRIu64 ", it was %"
-                  PRIu64 " (+-%" PRIu64 "): bandwidth leaked (charged to no thread)", what, v, target,
-                  (uint64_t) HEADROOM_TOLERANCE);
+                  PRIu64 " (+-%" PRIu64 ", nominal %" PRIu64 "): bandwidth leaked (charged to no thread)", what,
+                  v, target, (uint64_t) HEADROOM_TOLERANCE, nominal);
 }
 
 /* edfd logs "Books inconsistent after resync: ..." when tree_check() fails at a resync. */
@@ -1457,8 +1496,12 @@ Test(fork, changed_outside_edfd_is_released_at_resync) {
         cr_assert_eq(harness_spawn_child(h, 1, false, &q), 0);
         id_q = admit(h, q->pid, 0, "forkonly", 3 * MS, 50 * MS, P100, "Admit(q, 3ms)");
 
-        /* The child lowers itself; q is changed by us (DL -> DL, 2ms/100ms). */
+        /* q is changed by us (DL -> DL, 2ms/100ms); the child lowers itself. In that order: a periodic
+         * resync between the two may see q's change first, and the child's at the next resync, which
+         * the wait below covers (the other order would leave q to a resync 10 s later). */
         resyncs0 = get_u64(h, "Resyncs");
+        r = harness_dl_set(q->pid, 2 * MS, P100, P100, 0);
+        cr_assert_eq(r, 0, "changing q to 2ms/100ms: %s", strerror(-r));
         cr_assert_eq(kill(c, SIGUSR1), 0);
         for (unsigned i = 0; i < 500; i++) {
                 if (harness_sched_getattr(c, &attr) == 0 && attr.sched_policy == 0)
@@ -1466,8 +1509,6 @@ Test(fork, changed_outside_edfd_is_released_at_resync) {
                 harness_usleep(10 * 1000);
         }
         harness_assert_other(c);
-        r = harness_dl_set(q->pid, 2 * MS, P100, P100, 0);
-        cr_assert_eq(r, 0, "changing q to 2ms/100ms: %s", strerror(-r));
 
         expect_sig_within(h, want("ReservationRemoved", id_k, "changed"), RESYNC_WAIT_USEC,
                           "the child that lowered itself");
