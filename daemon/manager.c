@@ -288,9 +288,8 @@ static int admit_finish(Manager *m, Reservation *res, SchedTarget *t, uid_t call
                         return op_errno(error, r, "moving the process into its group's cgroup");
                 }
         }
-        r = record(m, false, res);
-        if (r == 0)
-                r = target_put(m, res->id, t);
+        /* No A record: the I written before the change stands for it (see state.h). */
+        r = target_put(m, res->id, t);
         if (r < 0) {
                 uint64_t id = res->id;
                 log_state_failure(r);
@@ -451,7 +450,7 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
         if (pid == 1)
                 return op_fail(error, OP_PERMISSION_DENIED,
                                "pid 1 is never admitted: under a fork policy every process it starts would be split");
-        r = sched_target_pin((pid_t) pid, (pid_t) tid, &t);
+        r = sched_pin_cached(&m->pins, (pid_t) pid, (pid_t) tid, &t);
         if (r == -EMFILE || r == -ENFILE)
                 return op_errno(error, r, "holding the thread (edfd keeps a pidfd per reservation: raise its LimitNOFILE=)");
         if (r < 0 && r != -ESRCH && r != -ENOENT)
@@ -535,8 +534,9 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 return op_errno(error, r, "recording the admission");
         }
         if (req->done) {
-                r = sched_apply_deadline(&t, res->params.runtime, res->params.deadline, res->params.period,
-                                         sched_flags_of(res->flags));
+                /* Pinned (or found alive) and read above: no second verify and read before the change. */
+                r = sched_apply_deadline_known(&t, &si, res->params.runtime, res->params.deadline, res->params.period,
+                                               sched_flags_of(res->flags));
                 if (r == -EBUSY && admit_wait(m, res, &t, req, owner) == 0)
                         return 1;
         } else
@@ -649,6 +649,12 @@ int manager_release(Manager *m, const Caller *c, Reservation *res, const char *r
                         if (error)
                                 return kernel_failure(error, r, "release");
                         return -1;
+                }
+                if (r == 0) {
+                        /* Alive and released: its pin is kept for an Admit of the same thread. */
+                        t = hashmap_remove(&m->targets, res->id);
+                        sched_pin_cache_put(&m->pins, t);
+                        free(t);
                 }
         }
         release_books(m, res, reason);
@@ -1144,6 +1150,7 @@ int manager_resync(Manager *m, const char *why) {
         m->resyncs++;
         log_debug("Resync (%s)", why);
         authz_names_flush(&m->names);
+        sched_pin_cache_prune(&m->pins, false);
         for (res = reservation_next(m->tree, NULL); res; res = next) {
                 SchedTarget *t = target_get(m, res->id);
                 SchedInfo si;
@@ -1459,6 +1466,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
         if (!m)
                 return log_oom();
         m->procmon_fd = -1;
+        sched_pin_cache_init(&m->pins);
 
         /* One pidfd per admitted thread: lift the soft fd limit. */
         if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -1668,6 +1676,7 @@ Manager *manager_free(Manager *m) {
                         free(t);
                 }
         hashmap_done(&m->targets);
+        sched_pin_cache_prune(&m->pins, true);
         for (size_t i = 0; i < m->rates.n_slots; i++)
                 if (m->rates.slots[i].key)
                         free(m->rates.slots[i].value);

@@ -18,6 +18,7 @@
 #include "hashmap.h"
 #include "procmon.h"
 #include "rate.h"
+#include "sched.h"
 #include "state.h"
 #include "tree.h"
 
@@ -70,6 +71,7 @@ typedef struct Manager {
         bool overcommit_reported, admission_off_reported;
 
         Hashmap targets;           /* reservation id -> SchedTarget * */
+        SchedPinCache pins;        /* of threads released by request, for their next Admit */
         CredsCache creds;
         UserNames names;           /* flushed at every reload and resync */
         PolkitRegistry polkit;

@@ -344,6 +344,60 @@ int sched_target_pin(pid_t pid, pid_t tid, SchedTarget *ret) {
         return pin(pid, tid, true, ret);
 }
 
+void sched_pin_cache_init(SchedPinCache *c) {
+        for (size_t i = 0; i < SCHED_PIN_CACHE_MAX; i++)
+                c->slot[i] = SCHED_TARGET_NULL;
+        c->next = 0;
+}
+
+int sched_pin_cached(SchedPinCache *c, pid_t pid, pid_t tid, SchedTarget *ret) {
+        if (!c || !ret)
+                return -EINVAL;
+        for (size_t i = 0; i < SCHED_PIN_CACHE_MAX; i++) {
+                SchedTarget *t = &c->slot[i];
+
+                if (t->tidfd < 0 || t->pid != pid || t->tid != tid)
+                        continue;
+                if (sched_target_verify(t) == 0) {
+                        *ret = *t;
+                        *t = SCHED_TARGET_NULL;
+                        return 0;
+                }
+                sched_target_done(t); /* exited: the id may now name another thread */
+                break;
+        }
+        return sched_target_pin(pid, tid, ret);
+}
+
+void sched_pin_cache_put(SchedPinCache *c, SchedTarget *t) {
+        size_t i;
+
+        if (!c || !t)
+                return;
+        if (t->tidfd < 0 || t->pidfd >= 0 || t->kernel_thread) {
+                sched_target_done(t);
+                return;
+        }
+        for (i = 0; i < SCHED_PIN_CACHE_MAX; i++)
+                if (c->slot[i].tidfd < 0)
+                        break;
+        if (i == SCHED_PIN_CACHE_MAX) {
+                i = c->next;
+                c->next = (c->next + 1) % SCHED_PIN_CACHE_MAX;
+                sched_target_done(&c->slot[i]);
+        }
+        c->slot[i] = *t;
+        *t = SCHED_TARGET_NULL;
+}
+
+void sched_pin_cache_prune(SchedPinCache *c, bool all) {
+        if (!c)
+                return;
+        for (size_t i = 0; i < SCHED_PIN_CACHE_MAX; i++)
+                if (c->slot[i].tidfd >= 0 && (all || sched_target_verify(&c->slot[i]) != 0))
+                        sched_target_done(&c->slot[i]);
+}
+
 int sched_target_pin_via_proc(pid_t pid, pid_t tid, SchedTarget *ret) {
         return pin(pid, tid, false, ret);
 }
@@ -444,23 +498,11 @@ static int restore(pid_t tid, const SchedAttr *prev) {
         return sched_setattr_raw(tid, &a, 0);
 }
 
-int sched_apply_deadline(const SchedTarget *t, uint64_t runtime, uint64_t deadline, uint64_t period,
-                         uint64_t flags) {
-        SchedAttr prev, a;
+/* The change itself, and the check after it, given the thread's attributes before. */
+static int apply_deadline(const SchedTarget *t, const SchedAttr *prev, uint64_t runtime, uint64_t deadline,
+                          uint64_t period, uint64_t flags) {
+        SchedAttr a;
         int r;
-
-        if (!sched_target_pinned(t))
-                return -EINVAL;
-        if (flags & ~(uint64_t) SCHED_APPLY_FLAGS)
-                return -EINVAL;
-
-        r = sched_target_verify(t);
-        if (r < 0)
-                return r;
-
-        r = sched_getattr_raw(t->tid, &prev, 0);
-        if (r < 0)
-                return r;
 
         a = (SchedAttr) {
                 .size = sizeof(a),
@@ -478,10 +520,50 @@ int sched_apply_deadline(const SchedTarget *t, uint64_t runtime, uint64_t deadli
         if (r < 0) {
                 /* The id now names another thread (or ours died in between): whoever it is gets its
                  * previous policy back, and none of the bandwidth stays charged. */
-                (void) restore(t->tid, &prev);
+                (void) restore(t->tid, prev);
                 return r;
         }
         return 0;
+}
+
+int sched_apply_deadline(const SchedTarget *t, uint64_t runtime, uint64_t deadline, uint64_t period,
+                         uint64_t flags) {
+        SchedAttr prev;
+        int r;
+
+        if (!sched_target_pinned(t))
+                return -EINVAL;
+        if (flags & ~(uint64_t) SCHED_APPLY_FLAGS)
+                return -EINVAL;
+
+        r = sched_target_verify(t);
+        if (r < 0)
+                return r;
+
+        r = sched_getattr_raw(t->tid, &prev, 0);
+        if (r < 0)
+                return r;
+        return apply_deadline(t, &prev, runtime, deadline, period, flags);
+}
+
+int sched_apply_deadline_known(const SchedTarget *t, const SchedInfo *now, uint64_t runtime, uint64_t deadline,
+                               uint64_t period, uint64_t flags) {
+        if (!sched_target_pinned(t) || !now)
+                return -EINVAL;
+        if (flags & ~(uint64_t) SCHED_APPLY_FLAGS)
+                return -EINVAL;
+
+        SchedAttr prev = {
+                .size = sizeof(prev),
+                .sched_policy = now->policy,
+                .sched_flags = now->flags,
+                .sched_nice = now->nice,
+                .sched_priority = now->priority,
+                .sched_runtime = now->runtime,
+                .sched_deadline = now->deadline,
+                .sched_period = now->period,
+        };
+        return apply_deadline(t, &prev, runtime, deadline, period, flags);
 }
 
 int sched_release(const SchedTarget *t) {

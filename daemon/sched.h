@@ -126,6 +126,32 @@ int sched_thread_is(pid_t pid, pid_t tid, uint64_t identity);
  * Returns 0, -ESRCH if it is gone or was replaced, -EINVAL for an unpinned target, or -errno. */
 int sched_target_verify(const SchedTarget *t);
 
+/* Pins of threads released a moment ago, kept for a thread that is admitted again (an application
+ * that admits and releases the same threads as its streams start and stop): pinning again costs a
+ * pidfd_open, an ioctl, an fstat and a close, finding a kept one a poll(). Only pins holding a
+ * thread pidfd are kept (with one, poll() alone proves the thread is the same and alive, see
+ * sched_target_verify), at most SCHED_PIN_CACHE_MAX; the oldest is closed to make room. */
+#define SCHED_PIN_CACHE_MAX 64
+
+typedef struct SchedPinCache {
+        SchedTarget slot[SCHED_PIN_CACHE_MAX];
+        unsigned next; /* the slot to reuse when none is free */
+} SchedPinCache;
+
+/* An empty cache (every slot SCHED_TARGET_NULL). */
+void sched_pin_cache_init(SchedPinCache *c);
+
+/* sched_target_pin(), from the cache when it holds a live pin of thread tid of process pid (taken out
+ * of it). Same returns. */
+int sched_pin_cached(SchedPinCache *c, pid_t pid, pid_t tid, SchedTarget *ret);
+
+/* Keep *t (the cache owns it then; *t is reset to SCHED_TARGET_NULL). A target without a thread
+ * pidfd, or of a kernel thread, is closed instead. */
+void sched_pin_cache_put(SchedPinCache *c, SchedTarget *t);
+
+/* Close the kept pins of threads that have exited (all = true: every kept pin). */
+void sched_pin_cache_prune(SchedPinCache *c, bool all);
+
 /* Whether t holds a pinned thread (an fd and ids). */
 bool sched_target_pinned(const SchedTarget *t);
 
@@ -160,6 +186,12 @@ typedef struct SchedInfo {
 
 /* Read thread tid's policy and parameters. Returns 0 and *ret, -ESRCH if no such thread, -errno. */
 int sched_get(pid_t tid, SchedInfo *ret);
+
+/* sched_apply_deadline() for a target pinned (or verified) a moment ago, whose attributes the caller
+ * has just read with sched_get() into *now: the first verify and the sched_getattr are skipped (the check
+ * after the change, and the rollback to *now, are not). Admission's path: pin, read, decide, apply. */
+int sched_apply_deadline_known(const SchedTarget *t, const SchedInfo *now, uint64_t runtime, uint64_t deadline,
+                               uint64_t period, uint64_t flags);
 
 /* Read field 22 (starttime) of /proc/pid/task/tid/stat, robust against a comm containing spaces and
  * ')' (the comm ends at the LAST ')'). Returns 0 and *ret, -ENOENT if pid has no such thread (or

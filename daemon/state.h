@@ -15,7 +15,11 @@
  *   A  a reservation as it is now (admitted, adopted, updated, split): the full record
  *      "A id pid tid uid identity group runtime deadline period flags donor donated"
  *   I  an intent: the kernel is about to be changed to match this record. Settled on restart by
- *      asking the kernel which of the intent and the last A record it shows.
+ *      asking the kernel which of the intent and the last A record it shows. edfd changes a
+ *      reservation again only after its last change took effect, and a change that failed is
+ *      followed by R, or by A of what the kernel kept: so an I after an unsettled I of the same
+ *      reservation says the earlier one took effect. An admission writes no A after its I (one
+ *      write fewer on the hot path): until the reservation's next record the I stands for it.
  *   R  a reservation ended
  *   G  a group created over D-Bus (dynamic), or its new bandwidth
  *   O  an override of a configured group's bandwidth (SetGroup), until the next reload

@@ -287,6 +287,95 @@ Test(crash, corrupt_state_is_kept_aside) {
         harness_stop(h);
 }
 
+/* The journal's checksum (state.c): FNV-1a over the record. */
+static uint32_t journal_sum(const char *s, size_t n) {
+        uint32_t h = UINT32_C(2166136261);
+
+        for (size_t i = 0; i < n; i++) {
+                h ^= (unsigned char) s[i];
+                h *= UINT32_C(16777619);
+        }
+        return h;
+}
+
+/* Append to the journal in dir what edfd writes before an Update of reservation id to runtime:
+ * its last I record with that runtime. An admission's I is the reservation's only record. */
+static void append_update_intent(const char *dir, uint64_t id, uint64_t runtime) {
+        char path[4096], prefix[64], line[1024], last[1024] = "", body[1024];
+        unsigned n = 0;
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/state", dir);
+        snprintf(prefix, sizeof prefix, "I %" PRIu64 " ", id);
+        f = fopen(path, "re");
+        cr_assert(f, "cannot read %s: %m", path);
+        while (fgets(line, sizeof line, f)) {
+                cr_assert(strncmp(line, "A ", 2) != 0 || strtoull(line + 2, NULL, 10) != id,
+                          "the admission of %" PRIu64 " wrote an A record: %s", id, line);
+                if (strncmp(line, prefix, strlen(prefix)) == 0)
+                        snprintf(last, sizeof last, "%s", line);
+        }
+        fclose(f);
+        cr_assert(*last, "no I record of reservation %" PRIu64 " in %s", id, path);
+
+        /* "I id pid tid uid identity group runtime ..." #sum: field 7 is the runtime. */
+        char *p = last, *out = body;
+        for (char *tok = strtok(p, " "); tok && *tok != '#'; tok = strtok(NULL, " ")) {
+                out += sprintf(out, "%s%s", out == body ? "" : " ", n == 7 ? "" : tok);
+                if (n == 7)
+                        out += sprintf(out, "%" PRIu64, runtime);
+                n++;
+        }
+        cr_assert_eq(n, 13, "an I record of %u fields", n);
+        f = fopen(path, "ae");
+        cr_assert(f);
+        fprintf(f, "%s #%08" PRIx32 "\n", body, journal_sum(body, strlen(body)));
+        fclose(f);
+}
+
+/* edfd died after writing an Update's intent: on restart the kernel decides which of the admission
+ * (its I record, the only one it writes) and the update it shows; neither is lost. */
+static void intent_after_intent(bool update_applied) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        uint64_t id, want = update_applied ? 3 * MS : 2 * MS;
+        HarnessReservation *l;
+        HarnessChild *c;
+        size_t n;
+        int r;
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        r = harness_admit(h, &e, c->pid, 0, "test/a", 2 * MS, 0, P100, 0, &id);
+        assert_bus_ok(r, &e, "Admit");
+        cr_assert_geq(harness_kill_daemon(h, SIGKILL), 0);
+        append_update_intent(h->state_dir, id, 3 * MS);
+        if (update_applied)
+                cr_assert_eq(harness_dl_set(c->pid, 3 * MS, P100, P100, 0), 0);
+
+        cr_assert_eq(harness_start_daemon(h), 0);
+        cr_assert_eq(harness_list_reservations(h, &l, &n), 0);
+        cr_assert_eq(n, 1, "the reservation was not re-adopted (%zu listed)", n);
+        cr_assert_eq(l[0].id, id);
+        cr_assert_eq(l[0].runtime, want, "re-adopted with runtime %" PRIu64 ", the kernel has %" PRIu64, l[0].runtime,
+                     want);
+        harness_reservations_free(l, n);
+        harness_assert_dl(c->pid, want, P100, P100, 0);
+
+        r = harness_call(h, &e, NULL, "ReleaseThread", "t", (uint64_t) c->pid);
+        assert_bus_ok(r, &e, "ReleaseThread");
+        harness_assert_other(c->pid);
+        harness_child_kill(c);
+        harness_stop(h);
+}
+
+Test(crash, update_intent_not_applied_keeps_the_admission) {
+        intent_after_intent(false);
+}
+
+Test(crash, update_intent_applied_is_adopted) {
+        intent_after_intent(true);
+}
+
 /* Kill edfd at assorted moments while it handles an Admit or a Release; after the restart the books
  * and the kernel must agree about the thread: listed with its parameters, or SCHED_OTHER and not
  * listed. */
