@@ -12,16 +12,19 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -492,6 +495,142 @@ finish:
                 return r;
         }
         *ret = total;
+        return 0;
+}
+
+static int read_ll(const char *path, long long *ret) {
+        FILE *f = fopen(path, "re");
+        int n;
+
+        if (!f)
+                return -errno;
+        n = fscanf(f, "%lld", ret);
+        fclose(f);
+        return n == 1 ? 0 : -EBADMSG;
+}
+
+uint64_t harness_fair_servers(void) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned major = 0, minor = 0;
+        struct utsname u;
+
+        if (ncpu <= 0 || uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
+                return 0;
+        if (major < 6 || (major == 6 && minor < 12))
+                return 0;
+        return harness_bw(50 * HARNESS_MSEC, 1000 * HARNESS_MSEC) * (uint64_t) ncpu;
+}
+
+uint64_t harness_nominal_pool(void) {
+        long long runtime = -1, period = 0;
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        uint64_t raw;
+
+        if (read_ll("/proc/sys/kernel/sched_rt_runtime_us", &runtime) < 0 ||
+            read_ll("/proc/sys/kernel/sched_rt_period_us", &period) < 0 || runtime < 0 || period <= 0 ||
+            ncpu <= 0)
+                return 0;
+        raw = harness_bw((uint64_t) runtime * 1000, (uint64_t) period * 1000) * (uint64_t) ncpu;
+        return raw > harness_fair_servers() ? raw - harness_fair_servers() : 0;
+}
+
+/* In a child in its own mount namespace: dl_bw->total_bw of the first root domain, written to fd. */
+static _Noreturn void total_bw_child(int fd) {
+        const char *path = "/sys/kernel/debug/sched/debug";
+        char line[256];
+        long long v;
+        FILE *f;
+
+        if (access(path, R_OK) < 0) {
+                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+                    mount("none", "/sys/kernel/debug", "debugfs", 0, NULL) < 0)
+                        _exit(2);
+        }
+        f = fopen(path, "re");
+        if (!f)
+                _exit(2);
+        while (fgets(line, sizeof line, f)) {
+                const char *p = strstr(line, "dl_bw->total_bw");
+                if (p && (p = strchr(p, ':')) && sscanf(p + 1, "%lld", &v) == 1) {
+                        (void) !write(fd, &v, sizeof v);
+                        _exit(0);
+                }
+        }
+        _exit(3);
+}
+
+static int kernel_total_bw(long long *ret) {
+        int fds[2], status;
+        ssize_t n;
+        pid_t pid;
+
+        if (pipe2(fds, O_CLOEXEC) < 0)
+                return -errno;
+        pid = fork();
+        if (pid < 0) {
+                close(fds[0]);
+                close(fds[1]);
+                return -errno;
+        }
+        if (pid == 0) {
+                close(fds[0]);
+                total_bw_child(fds[1]);
+        }
+        close(fds[1]);
+        n = read(fds[0], ret, sizeof *ret);
+        close(fds[0]);
+        if (waitpid(pid, &status, 0) < 0)
+                return -errno;
+        return n == (ssize_t) sizeof *ret ? 0 : -ENOENT;
+}
+
+/* Every SCHED_DEADLINE thread's bandwidth, machine-wide. */
+static uint64_t deadline_threads_bw(void) {
+        DIR *procs = opendir("/proc");
+        struct dirent *p;
+        uint64_t sum = 0;
+
+        if (!procs)
+                return 0;
+        while ((p = readdir(procs))) {
+                char path[300];
+                struct dirent *t;
+                DIR *tasks;
+
+                if (p->d_name[0] < '1' || p->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof path, "/proc/%s/task", p->d_name);
+                tasks = opendir(path);
+                if (!tasks)
+                        continue;
+                while ((t = readdir(tasks))) {
+                        HarnessSchedAttr a;
+
+                        if (t->d_name[0] < '1' || t->d_name[0] > '9')
+                                continue;
+                        if (harness_sched_getattr((pid_t) atoi(t->d_name), &a) == 0 &&
+                            a.sched_policy == HARNESS_SCHED_DEADLINE)
+                                sum += harness_bw(a.sched_runtime, a.sched_period);
+                }
+                closedir(tasks);
+        }
+        closedir(procs);
+        return sum;
+}
+
+int harness_kernel_shortfall(uint64_t *ret) {
+        long long total;
+        uint64_t exists;
+        int r;
+
+        exists = harness_fair_servers() + deadline_threads_bw();
+        r = kernel_total_bw(&total);
+        if (r < 0)
+                return r;
+        if (total < 0)
+                *ret = exists + (uint64_t) -total; /* below zero: the kernel refuses everything */
+        else
+                *ret = (uint64_t) total < exists ? exists - (uint64_t) total : 0;
         return 0;
 }
 

@@ -290,6 +290,21 @@ int harness_probe_headroom(uint64_t *ret);
  * if it got there; *ret_last gets the last probe. */
 bool harness_headroom_settles(uint64_t target, uint64_t tolerance, uint64_t *ret_last);
 
+/* The pool the kernel's own arithmetic gives when nothing is charged to anybody: every online CPU's
+ * sched_rt_runtime_us / sched_rt_period_us, less the fair server's 50 ms per 1 s per CPU on 6.12 and
+ * later (harness_fair_servers()). 0 when it cannot be known (admission off, an unreadable file). */
+uint64_t harness_nominal_pool(void);
+uint64_t harness_fair_servers(void);
+
+/* How much less deadline bandwidth the kernel counts than exists: the fair servers plus every
+ * SCHED_DEADLINE thread on the machine, less the root domain's dl_bw->total_bw from
+ * /sys/kernel/debug/sched/debug (read with debugfs mounted in a private mount namespace, so the
+ * machine's mounts stay as they are). 0 when the kernel counts all of it (or more: bandwidth of a
+ * thread that just left SCHED_DEADLINE is counted until its 0-lag time). This 6.18 kernel was seen
+ * to count 2% of a CPU less for minutes and, once, to go below zero: a kernel that counts less
+ * admits more, whatever edfd computes. Returns 0 or a negative errno (-ENOENT: no debugfs). */
+int harness_kernel_shortfall(uint64_t *ret);
+
 /* /proc/sys/kernel/sched_deadline_period_{min,max}_us in ns. */
 uint64_t harness_period_min(void);
 uint64_t harness_period_max(void);

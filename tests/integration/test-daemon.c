@@ -710,7 +710,7 @@ Test(daemon, properties) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Harness *h = harness_start_or_skip("basic.yaml");
-        uint64_t capacity, allocated, kernel_capacity, headroom, echo;
+        uint64_t capacity, allocated, kernel_capacity, headroom, echo, shortfall = 0;
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         char *version;
         HarnessGroup *g;
@@ -730,17 +730,26 @@ Test(daemon, properties) {
                       "Capacity %" PRIu64 " is above %ld CPUs x 95%%", capacity, ncpu);
         cr_assert_leq(capacity, kernel_capacity, "Capacity %" PRIu64 " is above KernelCapacity %" PRIu64, capacity,
                       kernel_capacity);
-        /* The kernel was seen (twice in many CI runs, 6.18) to admit 2-4% of a CPU more than its
-         * pool for a while, as if a fair server's reserve were missing: an edfd that computes too
-         * little shows in every probe, so only all of five failing counts. */
+        /* The kernel admits what its own count (dl_bw->total_bw) leaves: 6.18 was seen to count 2%
+         * of a CPU less than its fair servers and deadline threads hold, for minutes, and then
+         * admits that much more whatever edfd computes. So the probe may exceed Capacity by the
+         * shortfall the kernel's own count shows, and by nothing else: an edfd that computes too
+         * little still fails here. Without debugfs, only all of five probes failing counts. */
         for (unsigned i = 0; i < 5; i++) {
                 cr_assert_eq(harness_probe_headroom(&headroom), 0);
                 if (headroom <= capacity + HARNESS_BW_UNIT / 100)
                         break;
+                if (harness_kernel_shortfall(&shortfall) == 0 && headroom <= capacity + HARNESS_BW_UNIT / 100 + shortfall) {
+                        cr_log_info("the kernel counts %" PRIu64 " less deadline bandwidth than its fair servers "
+                                    "and deadline threads hold, so it admits %" PRIu64 " for edfd's %" PRIu64,
+                                    shortfall, headroom, capacity);
+                        break;
+                }
                 harness_usleep(200 * 1000);
         }
-        cr_assert_leq(headroom, capacity + HARNESS_BW_UNIT / 100,
-                      "the kernel admits %" PRIu64 " but edfd's Capacity (auto) is only %" PRIu64, headroom, capacity);
+        cr_assert_leq(headroom, capacity + HARNESS_BW_UNIT / 100 + shortfall,
+                      "the kernel admits %" PRIu64 " but edfd's Capacity (auto) is only %" PRIu64
+                      " (the kernel's own count is short by %" PRIu64 ")", headroom, capacity, shortfall);
 
         cr_assert_eq(harness_list_groups(h, &g, &ng), 0);
         test = group_or_fail(g, ng, "test");

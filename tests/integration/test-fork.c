@@ -36,7 +36,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -960,45 +959,15 @@ static uint64_t pool_baseline(void) {
         return 0;
 }
 
-/* The pool the kernel's own arithmetic gives, when nothing is charged to anybody: every online CPU's
- * sched_rt_runtime_us / sched_rt_period_us, less the fair server's 50 ms per 1 s per CPU on 6.12 and
- * later. 0 when it cannot be known (admission off, an unreadable file). */
-static uint64_t nominal_pool(void) {
-        long long runtime = 0, period = 0;
-        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-        unsigned major = 0, minor = 0;
-        struct utsname u;
-        uint64_t per_cpu;
-        FILE *f;
-
-        f = fopen("/proc/sys/kernel/sched_rt_runtime_us", "re");
-        if (!f || fscanf(f, "%lld", &runtime) != 1)
-                runtime = -1;
-        if (f)
-                fclose(f);
-        f = fopen("/proc/sys/kernel/sched_rt_period_us", "re");
-        if (!f || fscanf(f, "%lld", &period) != 1)
-                period = 0;
-        if (f)
-                fclose(f);
-        if (runtime < 0 || period <= 0 || ncpu <= 0)
-                return 0;
-        per_cpu = bw((uint64_t) runtime * 1000, (uint64_t) period * 1000);
-        if (uname(&u) == 0 && sscanf(u.release, "%u.%u", &major, &minor) == 2 &&
-            (major > 6 || (major == 6 && minor >= 12)))
-                per_cpu = per_cpu > bw(50 * MS, 1000 * MS) ? per_cpu - bw(50 * MS, 1000 * MS) : 0;
-        return per_cpu * (uint64_t) ncpu;
-}
-
 /* Bounded (about 2 s): the pool comes back to target (bandwidth of a running task that left
  * SCHED_DEADLINE comes back at its 0-lag time, within its period). What fails is a leak: bandwidth
  * charged in the kernel to no thread. A pool larger than before is not edfd's doing (it cannot
  * enlarge the kernel's pool); the 6.18 kernel was seen to admit 2-4% of a CPU more for seconds, as
  * if part of a fair server's reserve were missing, and that is logged, not failed. The same
  * anomaly during the baseline makes the target too high: a pool smaller than the target but at the
- * kernel's nominal pool (nominal_pool()) holds nothing leaked, and is logged too. */
+ * kernel's nominal pool (harness_nominal_pool()) holds nothing leaked, and is logged too. */
 static void assert_pool_settles(uint64_t target, const char *what) {
-        uint64_t v = 0, nominal = nominal_pool();
+        uint64_t v = 0, nominal = harness_nominal_pool();
         bool ok = false;
 
         for (unsigned i = 0; i < 40 && !ok; i++) {
