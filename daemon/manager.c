@@ -598,6 +598,99 @@ int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *par
         return 0;
 }
 
+/* --- returns to a donor that the kernel refused for the moment --- */
+
+#define RETURN_RETRY_USEC (200 * UINT64_C(1000))
+#define RETURN_RETRY_FOR_NSEC (30 * NSEC_PER_SEC)
+
+typedef struct PendingReturn {
+        uint64_t donor_id;
+        DlParams from, to; /* the donor's parameters now, and with the runtime back */
+        uint64_t until;    /* CLOCK_MONOTONIC ns */
+        struct PendingReturn *next;
+} PendingReturn;
+
+static bool same_dl(const DlParams *a, const DlParams *b) {
+        return a->runtime == b->runtime && a->deadline == b->deadline && a->period == b->period;
+}
+
+/* One attempt: 1 done (returned, or no longer possible: the donor is gone or changed, or its group
+ * gave the room away), 0 to try again. */
+static int return_try(Manager *m, PendingReturn *p) {
+        Reservation *donor = tree_find_reservation(m->tree, p->donor_id);
+        SchedTarget *dt = donor ? target_get(m, donor->id) : NULL;
+        Refusal rf;
+        int r;
+
+        if (!donor || !dt || !same_dl(&donor->params, &p->from))
+                return 1;
+        if (reservation_update(m->tree, donor, &p->to, &rf) != 0) {
+                log_notice("Reservation %" PRIu64 " does not get its runtime back: group %s has given the room away",
+                           donor->id, donor->group->path);
+                return 1;
+        }
+        (void) record(m, true, donor);
+        r = sched_apply_deadline(dt, p->to.runtime, p->to.deadline, p->to.period, sched_flags_of(donor->flags));
+        if (r < 0) {
+                (void) reservation_update(m->tree, donor, &p->from, NULL);
+                (void) record(m, false, donor);
+                if (r == -EBUSY && now_ns() < p->until)
+                        return 0;
+                log_notice("The kernel would not give reservation %" PRIu64 " back its runtime (%s): it stays with "
+                           "group %s",
+                           donor->id, strerror(-r), donor->group->path);
+                return 1;
+        }
+        (void) record(m, false, donor);
+        log_info("Reservation %" PRIu64 " has its runtime back: the kernel had room again", donor->id);
+        manager_bus_emit_changed(m, donor, "returned");
+        notify_status(m);
+        return 1;
+}
+
+static int on_return_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        for (PendingReturn **q = &m->pending_returns; *q;) {
+                PendingReturn *p = *q;
+                if (return_try(m, p) == 0) {
+                        q = &p->next;
+                        continue;
+                }
+                *q = p->next;
+                free(p);
+        }
+        if (m->pending_returns) {
+                (void) sd_event_source_set_time(s, usec + RETURN_RETRY_USEC);
+                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        }
+        return 0;
+}
+
+static void return_later(Manager *m, const Reservation *donor, const DlParams *to) {
+        PendingReturn *p = calloc(1, sizeof *p);
+        uint64_t now;
+
+        if (!p) {
+                (void) log_oom();
+                return;
+        }
+        *p = (PendingReturn) { .donor_id = donor->id, .from = donor->params, .to = *to,
+                               .until = now_ns() + RETURN_RETRY_FOR_NSEC, .next = m->pending_returns };
+        m->pending_returns = p;
+        if (!m->event || sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0)
+                return;
+        if (!m->return_timer) {
+                if (sd_event_add_time(m->event, &m->return_timer, CLOCK_MONOTONIC, now + RETURN_RETRY_USEC, 0,
+                                      on_return_timer, m) < 0)
+                        log_warning("Cannot arm the timer that gives reservation %" PRIu64 " its runtime back",
+                                    donor->id);
+                return;
+        }
+        (void) sd_event_source_set_time(m->return_timer, now + RETURN_RETRY_USEC);
+        (void) sd_event_source_set_enabled(m->return_timer, SD_EVENT_ONESHOT);
+}
+
 /* Release from the books (the thread was already put back, or is gone), give runtime back to the
  * donor where the rule says so, record and signal. */
 static void release_books(Manager *m, Reservation *res, const char *reason) {
@@ -619,11 +712,16 @@ static void release_books(Manager *m, Reservation *res, const char *reason) {
                 (void) record(m, true, e.donor);
                 r = dt ? apply_with_retry(dt, &e.donor->params, e.donor->flags) : -ESRCH;
                 if (r < 0) {
-                        /* The kernel would not take it back: the runtime stays with the group. */
+                        /* The kernel would not take it back: the runtime stays with the group, and on
+                         * EBUSY goes back later when the kernel has the room (return_later()). */
+                        DlParams to = e.donor->params;
                         log_notice("The kernel would not give reservation %" PRIu64 " back the runtime of %" PRIu64
-                                   " (%s): it stays with group %s", e.donor->id, id, strerror(-r), group);
+                                   " (%s): it stays with group %s%s",
+                                   e.donor->id, id, strerror(-r), group, r == -EBUSY ? " until the kernel has room" : "");
                         (void) reservation_update(m->tree, e.donor, &e.donor_old, NULL);
                         (void) record(m, false, e.donor);
+                        if (r == -EBUSY)
+                                return_later(m, e.donor, &to);
                 } else {
                         (void) record(m, false, e.donor);
                         manager_bus_emit_changed(m, e.donor, "returned");
@@ -1659,6 +1757,12 @@ Manager *manager_free(Manager *m) {
         sd_event_source_unref(m->procmon_source);
         sd_event_source_unref(m->resync_timer);
         sd_event_source_unref(m->status_timer);
+        sd_event_source_unref(m->return_timer);
+        while (m->pending_returns) {
+                PendingReturn *p = m->pending_returns;
+                m->pending_returns = p->next;
+                free(p);
+        }
         while (m->pending_admits) {
                 OpError e = {};
                 op_fail(&e, OP_KERNEL_REFUSED, "admission: edfd is stopping while the kernel still refused the "

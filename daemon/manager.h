@@ -88,6 +88,11 @@ typedef struct Manager {
         /* Admissions waiting for the kernel to take the bandwidth (manager_admit()). */
         struct PendingAdmit *pending_admits;
 
+        /* Runtime a child's end gives back to its donor, which the kernel refused (EBUSY) for the
+         * moment: retried from return_timer while the group keeps the room (release_books()). */
+        struct PendingReturn *pending_returns;
+        sd_event_source *return_timer;
+
         /* The unique bus names that called Subscribe(): signals go out only while there is one. */
         char **subscribers;
         size_t n_subscribers;

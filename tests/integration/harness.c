@@ -764,6 +764,36 @@ int harness_spawn_child(Harness *h, unsigned n_threads, bool spin, HarnessChild 
         return 0;
 }
 
+/* The most thread tid can have at period 100 ms on top of what it holds (binary search to 1 us). */
+static void fill_with(pid_t tid) {
+        const uint64_t period = 100 * HARNESS_MSEC;
+        uint64_t lo = 0, hi = period;
+
+        while (hi - lo > 1000) {
+                uint64_t mid = lo + (hi - lo) / 2;
+                if (harness_dl_set(tid, mid, period, period, 0) == 0)
+                        lo = mid;
+                else
+                        hi = mid;
+        }
+        if (lo > 0)
+                cr_assert_eq(harness_dl_set(tid, lo, period, period, 0), 0);
+}
+
+void harness_fill_pool(const HarnessChild *filler) {
+        for (unsigned round = 0; round < 2; round++) {
+                for (unsigned i = 0; i < filler->n_threads; i++)
+                        fill_with(filler->tids[i]);
+                if (round == 0)
+                        harness_usleep(300 * 1000);
+        }
+}
+
+void harness_empty_pool(const HarnessChild *filler) {
+        for (unsigned i = 0; i < filler->n_threads; i++)
+                cr_assert_eq(harness_dl_reset(filler->tids[i]), 0);
+}
+
 /* Below this runtime a deadline thread crawls through its own exit: exit_mmap of a forked ASan
  * process takes milliseconds of CPU, which at 1024 ns every 100 ms is many minutes (seen: a child
  * admitted at the kernel's minimum runtime still exiting 40 minutes after SIGKILL). */

@@ -273,6 +273,12 @@ int harness_sched_setattr(pid_t tid, const HarnessSchedAttr *attr);
 
 /* Make tid SCHED_DEADLINE ourselves (RESET_ON_FORK | flags). */
 int harness_dl_set(pid_t tid, uint64_t runtime, uint64_t deadline, uint64_t period, uint64_t flags);
+/* Fill the kernel's deadline pool with the threads of filler (a child of 2 threads does), behind
+ * edfd's back (edfd counts deadline threads it does not manage only at start and at a resync, every
+ * 10 s): what is left is less than 1 us per 100 ms. Again after 300 ms, for what other tests'
+ * threads gave back at their 0-lag time meanwhile. harness_empty_pool() gives it all back. */
+void harness_fill_pool(const HarnessChild *filler);
+void harness_empty_pool(const HarnessChild *filler);
 
 /* Give tid's deadline bandwidth back without leaving it stuck in the kernel: DL->DL to 1024 ns over
  * 4.19 s (rounds to zero), then SCHED_OTHER. Does nothing if tid is not SCHED_DEADLINE. */

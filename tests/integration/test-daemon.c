@@ -871,39 +871,6 @@ Test(daemon, signals_only_to_subscribers) {
 
 /* ---- the kernel says EBUSY although the books have room ---- */
 
-/* The most thread tid can have at period P100 on top of what it holds (binary search to 1 us). */
-static void fill_with(pid_t tid) {
-        uint64_t lo = 0, hi = P100;
-
-        while (hi - lo > 1000) {
-                uint64_t mid = lo + (hi - lo) / 2;
-                if (harness_dl_set(tid, mid, P100, P100, 0) == 0)
-                        lo = mid;
-                else
-                        hi = mid;
-        }
-        if (lo > 0)
-                cr_assert_eq(harness_dl_set(tid, lo, P100, P100, 0), 0);
-}
-
-/* Fill the kernel's deadline pool with the threads of filler, behind edfd's back (edfd counts
- * deadline threads it does not manage only at start and at a resync, every 10 s): what is left is
- * less than 1 us per 100 ms, so a 1 ms / 100 ms admission gets EBUSY. Again after 300 ms, for what
- * other tests' threads gave back at their 0-lag time meanwhile. */
-static void fill_pool(const HarnessChild *filler) {
-        for (unsigned round = 0; round < 2; round++) {
-                for (unsigned i = 0; i < filler->n_threads; i++)
-                        fill_with(filler->tids[i]);
-                if (round == 0)
-                        harness_usleep(300 * 1000);
-        }
-}
-
-static void empty_pool(const HarnessChild *filler) {
-        for (unsigned i = 0; i < filler->n_threads; i++)
-                cr_assert_eq(harness_dl_reset(filler->tids[i]), 0);
-}
-
 typedef struct Answer {
         unsigned order; /* 0: not yet; else its place among the answers */
         uint64_t id;
@@ -940,7 +907,7 @@ static void wait_answer(Harness *h, const Answer *a) {
 static void admit_into_full_pool(Harness *h, const HarnessChild *c, const HarnessChild *filler, Answer *admit) {
         Answer echo = {};
 
-        fill_pool(filler);
+        harness_fill_pool(filler);
         answers = 0;
         harness_clear_signals(h);
         cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit",
@@ -967,7 +934,7 @@ Test(daemon, kernel_busy_admit_waits_without_stalling) {
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
         admit_into_full_pool(h, c, filler, &admit);
-        empty_pool(filler);
+        harness_empty_pool(filler);
         wait_answer(h, &admit);
         cr_assert(!admit.error[0], "the Admit failed after the bandwidth came back: %s", admit.error);
         harness_assert_dl(c->pid, 1 * MS, P100, P100, 0);
@@ -997,7 +964,7 @@ Test(daemon, kernel_busy_admit_of_an_exiting_thread) {
                           strcmp(h->signals[i].member, "ReservationAdded") != 0,
                           "%s about a reservation never announced", h->signals[i].member);
         harness_assert_no_reservations(h, "after the waiting admission's thread exited");
-        empty_pool(filler);
+        harness_empty_pool(filler);
         harness_child_kill(filler);
         harness_stop(h);
 }
@@ -1014,14 +981,14 @@ Test(daemon, kernel_busy_admit_ends_refused) {
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
         before = harness_books_take(h);
-        fill_pool(filler);
+        harness_fill_pool(filler);
         r = harness_admit(h, &e, c->pid, 0, "test/a", 1 * MS, 0, P100, 0, &id);
         assert_bus_error(r, &e, "Admit into a full kernel pool", EDFD_ERROR_KERNEL_REFUSED);
         cr_assert(strstr(e.message, "EBUSY"), "the message does not say EBUSY: %s", e.message);
         harness_assert_other(c->pid);
         harness_books_assert_same(h, &before, "a KernelRefused Admit");
         harness_books_free(&before);
-        empty_pool(filler);
+        harness_empty_pool(filler);
         harness_child_kill(filler);
         harness_child_kill(c);
         harness_stop(h);

@@ -1507,6 +1507,54 @@ Test(fork, changed_outside_edfd_is_released_at_resync) {
         stop_all(h);
 }
 
+/* The kernel refuses (EBUSY) to give a child's runtime back to its donor when the child ends: the
+ * machine's pool was taken behind edfd's back meanwhile (here while edfd is stopped, in a storm by
+ * other children). The runtime waits with the group, and the donor gets it back as soon as the
+ * kernel has the room again. */
+Test(fork, refused_return_is_given_back_later) {
+        Harness *h = start("fork.yaml");
+        HarnessChild *filler;
+        uint64_t id_p, a0;
+        Forker f;
+        pid_t c;
+        Sig s;
+
+        a0 = group_allocated(h, "split", NULL);
+        cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
+        forker_start(&f);
+        id_p = admit(h, f.pid, 0, "split", 10 * MS, 50 * MS, P100, "Admit(parent, 10ms)");
+        c = forker_fork(&f, false);
+        expect_sig(h, want_thread("ReservationAdded", (uint32_t) c, (uint32_t) c, "split"), "the child");
+        harness_assert_dl(f.pid, 5 * MS, 50 * MS, P100, 0);
+
+        /* While edfd is stopped: the child ends (its 5 ms go back to the kernel), the filler takes
+         * everything the kernel has left. */
+        cr_assert_eq(kill(h->edfd_pid, SIGSTOP), 0);
+        forker_end_child(&f, c);
+        harness_fill_pool(filler);
+        cr_assert_eq(kill(h->edfd_pid, SIGCONT), 0);
+
+        expect_sig(h, want_thread("ReservationRemoved", (uint32_t) c, (uint32_t) c, "exited"), "the child");
+        harness_usleep(300 * 1000); /* edfd's in-place retries (100 ms) and a retry from its timer */
+        rec_pump(h, 0);
+        Want returned = want("ReservationChanged", id_p, "returned");
+        cr_assert(!rec_find(&returned),
+                  "the runtime went back although the kernel's pool was full");
+        harness_assert_dl(f.pid, 5 * MS, 50 * MS, P100, 0);
+        cr_assert_eq(group_allocated(h, "split", NULL), a0 + bw(5 * MS, P100),
+                     "the runtime not given back must be the group's, not the donor's");
+
+        harness_empty_pool(filler);
+        s = expect_sig(h, want("ReservationChanged", id_p, "returned"), "the room is back");
+        cr_assert_eq(s.runtime, 10 * MS);
+        harness_assert_dl(f.pid, 10 * MS, 50 * MS, P100, 0);
+        cr_assert_eq(group_allocated(h, "split", NULL), a0 + bw(10 * MS, P100));
+
+        release(h, id_p, "Release(parent)");
+        harness_child_kill(filler);
+        stop_all(h);
+}
+
 /* A storm of n forks (op OP_STORM: each child exits at once; OP_STORM_LINGER: each lives 1 ms) from
  * an admitted process: afterwards every child is gone from the books, ListReservations and ListGroups
  * are exactly where they began, the kernel's headroom too, no event was lost (or, if some were, a
