@@ -302,6 +302,10 @@ bool harness_headroom_settles(uint64_t target, uint64_t tolerance, uint64_t *ret
 uint64_t harness_nominal_pool(void);
 uint64_t harness_fair_servers(void);
 
+/* The deadline bandwidth every live SCHED_DEADLINE thread on the machine holds, as the kernel
+ * computes it (to_ratio per thread); zombies are left out (the kernel gave theirs back). */
+uint64_t harness_dl_bw_on_machine(void);
+
 /* How much less deadline bandwidth the kernel counts than exists: the fair servers plus every
  * SCHED_DEADLINE thread on the machine, less the root domain's dl_bw->total_bw from
  * /sys/kernel/debug/sched/debug (read with debugfs mounted in a private mount namespace, so the

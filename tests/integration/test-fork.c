@@ -859,57 +859,6 @@ static uint64_t get_u64(Harness *h, const char *property) {
         return v;
 }
 
-/* The deadline bandwidth every SCHED_DEADLINE thread on the machine holds, as the kernel computes
- * it (to_ratio per thread). */
-/* A thread that has exited but is not reaped yet keeps its policy for sched_getattr, but the kernel
- * gave its bandwidth back when it died. */
-static bool is_zombie(const char *pid, const char *tid) {
-        char path[600], buf[512], *p;
-        FILE *fp;
-        bool z = false;
-
-        snprintf(path, sizeof path, "/proc/%s/task/%s/stat", pid, tid);
-        fp = fopen(path, "re");
-        if (!fp)
-                return true; /* gone */
-        if (fgets(buf, sizeof buf, fp) && (p = strrchr(buf, ')')) && p[1] == ' ')
-                z = p[2] == 'Z' || p[2] == 'X';
-        fclose(fp);
-        return z;
-}
-
-static uint64_t dl_bw_on_machine(void) {
-        DIR *proc = opendir("/proc");
-        struct dirent *de;
-        uint64_t sum = 0;
-
-        cr_assert(proc, "opendir /proc: %m");
-        while ((de = readdir(proc))) {
-                char path[300];
-                struct dirent *te;
-                DIR *task;
-
-                if (de->d_name[0] < '0' || de->d_name[0] > '9')
-                        continue;
-                snprintf(path, sizeof path, "/proc/%s/task", de->d_name);
-                task = opendir(path);
-                if (!task)
-                        continue;
-                while ((te = readdir(task))) {
-                        HarnessSchedAttr a;
-
-                        if (te->d_name[0] < '0' || te->d_name[0] > '9')
-                                continue;
-                        if (harness_sched_getattr((pid_t) atoi(te->d_name), &a) == 0 &&
-                            a.sched_policy == HARNESS_SCHED_DEADLINE && !is_zombie(de->d_name, te->d_name))
-                                sum += bw(a.sched_runtime, a.sched_period);
-                }
-                closedir(task);
-        }
-        closedir(proc);
-        return sum;
-}
-
 /* The kernel's deadline pool as far as it can be seen: the headroom it still admits plus what every
  * deadline thread holds. It stays the same whoever admits or releases what (other tests on the
  * machine included) and drops only when bandwidth leaks: charged in the kernel to nobody. false if
@@ -918,10 +867,10 @@ static bool pool_sample(uint64_t *ret) {
         uint64_t before, after, free_bw = 0;
         int r;
 
-        before = dl_bw_on_machine();
+        before = harness_dl_bw_on_machine();
         r = harness_probe_headroom(&free_bw);
         cr_assert_eq(r, 0, "headroom probe: %s", strerror(-r));
-        after = dl_bw_on_machine();
+        after = harness_dl_bw_on_machine();
         if (before != after)
                 return false;
         *ret = free_bw + before;
@@ -1496,7 +1445,7 @@ Test(fork, changed_outside_edfd_is_released_at_resync) {
         /* Unmanaged is what the kernel shows for deadline threads edfd does not manage, q's 2ms/100ms
          * among them (other deadline threads on the machine too, so measured rather than assumed). */
         u = get_u64(h, "Unmanaged");
-        foreign = dl_bw_on_machine() - bw(10 * MS, P100);
+        foreign = harness_dl_bw_on_machine() - bw(10 * MS, P100);
         cr_assert_eq(u, foreign, "Unmanaged is %" PRIu64 " (was %" PRIu64 "), the kernel shows %" PRIu64 " of deadline "
                      "bandwidth outside edfd's books, q's %" PRIu64 " included", u, u0, foreign, bw(2 * MS, P100));
         cr_assert_geq(u, bw(2 * MS, P100));
