@@ -466,6 +466,19 @@ static void *block_on_pipe(void *arg) {
 
 /* A thread that ends while its process lives on fails verify, with the thread pidfd (one poll) and
  * without it (the stat file, as on kernels before 6.9: simulated by dropping the tidfd). */
+/* True once /proc/self/task/TID is gone (the thread released), polling for at most ms milliseconds. */
+static bool thread_gone_within(pid_t tid, int ms) {
+        char path[64];
+
+        snprintf(path, sizeof path, "/proc/self/task/%d", (int) tid);
+        for (int i = 0; i < ms; i++) {
+                if (access(path, F_OK) < 0 && errno == ENOENT)
+                        return true;
+                usleep(1000);
+        }
+        return false;
+}
+
 Test(sched, ended_thread_fails_verify) {
         for (int with_tidfd = 1; with_tidfd >= 0; with_tidfd--) {
                 SchedTarget t = SCHED_TARGET_NULL;
@@ -481,6 +494,10 @@ Test(sched, ended_thread_fails_verify) {
                 cr_expect_eq(sched_target_verify(&t), 0, "the thread lives (tidfd %d)", with_tidfd);
                 close(fds[1]);
                 cr_assert_eq(pthread_join(th, NULL), 0);
+                /* pthread_join() returns once the thread has cleared its tid, which the kernel does
+                 * before the thread is dead (exit_mm() comes before exit_notify()): wait until the
+                 * kernel has removed it, then it must fail verification. */
+                cr_assert(thread_gone_within(tid, 5000), "thread %d still listed after 5 s", (int) tid);
                 cr_expect_eq(sched_target_verify(&t), -ESRCH, "the thread ended (tidfd %d)", with_tidfd);
                 cr_expect_eq(sched_apply_deadline(&t, 1 * MS, 100 * MS, 100 * MS, 0), -ESRCH);
                 sched_target_done(&t);
