@@ -3,18 +3,21 @@
 /* Nothing is lost when edfd dies: admitted threads keep their parameters while it is down, and the
  * restarted daemon shows exactly the books it showed before (same ids, groups, parameters), minus
  * what exited meanwhile. A corrupt state file is kept aside and the daemon still starts. A kill at a
- * random moment during Admit or Release leaves books and kernel agreeing after the restart. The
- * tests take at most 9% of one CPU of deadline bandwidth. */
+ * random moment during Admit or Release leaves books and kernel agreeing after the restart. A second
+ * edfd on the same state directory is turned away. The tests take at most 9% of one CPU of deadline
+ * bandwidth. */
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +28,8 @@
 
 #define MS HARNESS_MSEC
 #define P100 (100 * MS)
+
+extern char **environ;
 
 TestSuite(crash, .fini = harness_fini, .timeout = 180);
 
@@ -284,6 +289,165 @@ Test(crash, corrupt_state_is_kept_aside) {
 
         /* The next start does not trip over what was kept aside. */
         cr_assert_eq(harness_restart_daemon(h, false), 0);
+        harness_stop(h);
+}
+
+/* The whole of a file, newly allocated (NUL-terminated; *ret_len without the NUL, may be NULL). */
+static char *slurp(const char *path, size_t *ret_len) {
+        FILE *f = fopen(path, "re");
+        char *buf = NULL;
+        size_t len = 0;
+
+        cr_assert(f, "cannot read %s: %m", path);
+        for (;;) {
+                char *b = realloc(buf, len + 4096 + 1);
+                size_t k;
+
+                cr_assert(b);
+                buf = b;
+                k = fread(buf + len, 1, 4096, f);
+                len += k;
+                if (k == 0)
+                        break;
+        }
+        cr_assert(!ferror(f), "error reading %s", path);
+        fclose(f);
+        buf[len] = '\0';
+        if (ret_len)
+                *ret_len = len;
+        return buf;
+}
+
+/* Run a second edfd on h's config, state directory, cgroup root and bus, while h's edfd runs; wait
+ * (at most 10 s) for it to exit. Returns its wait status; *ret_output gets what it printed. */
+static int run_second_edfd(Harness *h, char **ret_output) {
+        const char *binary = getenv("EDFD_BINARY");
+        char *env_bus = NULL, **envp, *out = NULL;
+        size_t n_env = 0, len = 0;
+        uint64_t waited_ms = 0;
+        int p[2], status;
+        pid_t parent = getpid(), pid;
+
+        cr_assert(binary, "EDFD_BINARY is not set");
+        for (char **e = environ; *e; e++)
+                n_env++;
+        envp = calloc(n_env + 2, sizeof(char *));
+        cr_assert(envp);
+        cr_assert_geq(asprintf(&env_bus, "DBUS_SYSTEM_BUS_ADDRESS=%s", h->bus_address), 0);
+        n_env = 0;
+        for (char **e = environ; *e; e++)
+                if (strncmp(*e, "DBUS_SYSTEM_BUS_ADDRESS=", 24) != 0 && strncmp(*e, "NOTIFY_SOCKET=", 14) != 0 &&
+                    strncmp(*e, "WATCHDOG_", 9) != 0 && strncmp(*e, "LISTEN_", 7) != 0)
+                        envp[n_env++] = *e;
+        envp[n_env++] = env_bus;
+        envp[n_env] = NULL;
+
+        cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+        pid = fork();
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                char *argv[] = { (char *) binary, (char *) "--config", h->config_path, (char *) "--state-dir",
+                                 h->state_dir, (char *) "--cgroup-root", h->cgroup_root, (char *) "--log-level",
+                                 (char *) "debug", NULL };
+                int null = open("/dev/null", O_RDONLY);
+
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != parent || null < 0 || dup2(null, 0) < 0 || dup2(p[1], 1) < 0 || dup2(p[1], 2) < 0)
+                        _exit(126);
+                execve(binary, argv, envp);
+                _exit(127);
+        }
+        close(p[1]);
+        /* Read until it closes its end (it exits), at most 10 s. */
+        for (;;) {
+                struct pollfd pfd = { .fd = p[0], .events = POLLIN };
+                char buf[4096];
+                ssize_t k;
+                int q = poll(&pfd, 1, 100);
+
+                if (q < 0 && errno == EINTR)
+                        continue;
+                cr_assert_geq(q, 0);
+                if (q == 0) {
+                        waited_ms += 100;
+                        if (waited_ms >= 10000)
+                                break;
+                        continue;
+                }
+                k = read(p[0], buf, sizeof buf);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0)
+                        break;
+                out = realloc(out, len + (size_t) k + 1);
+                cr_assert(out);
+                memcpy(out + len, buf, (size_t) k);
+                len += (size_t) k;
+        }
+        close(p[0]);
+        for (; waited_ms < 10000; waited_ms += 10) {
+                if (waitpid(pid, &status, WNOHANG) == pid)
+                        break;
+                harness_usleep(10000);
+        }
+        if (waited_ms >= 10000) {
+                kill(pid, SIGKILL);
+                cr_assert_eq(waitpid(pid, &status, 0), pid);
+                cr_assert_fail("a second edfd on the state directory %s still ran after 10 s (output: %s)", h->state_dir,
+                               out ? out : "");
+        }
+        if (!out)
+                out = strdup("");
+        else
+                out[len] = '\0';
+        free(env_bus);
+        free(envp);
+        *ret_output = out;
+        return status;
+}
+
+/* STATE_DIR/lock: one edfd per state directory. A second one leaves at once, says why, and changes
+ * nothing of the first one's books or journal. */
+Test(crash, second_daemon_on_the_same_state_dir_exits) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        _cleanup_free_ char *state_path = NULL, *lock_path = NULL, *journal0 = NULL, *journal1 = NULL,
+                             *output = NULL;
+        HarnessBooks before;
+        HarnessChild *c;
+        uint64_t id;
+        int status, r;
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        r = harness_admit(h, &e, c->pid, 0, "test/a", 1 * MS, 0, P100, 0, &id);
+        assert_bus_ok(r, &e, "Admit");
+        r = harness_call(h, &e, NULL, "CreateGroup", "stt", "test/c", 1 * MS, P100);
+        assert_bus_ok(r, &e, "CreateGroup(test/c)");
+        before = harness_books_take(h);
+        cr_assert_geq(asprintf(&state_path, "%s/state", h->state_dir), 0);
+        cr_assert_geq(asprintf(&lock_path, "%s/lock", h->state_dir), 0);
+        journal0 = slurp(state_path, NULL);
+
+        status = run_second_edfd(h, &output);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 1,
+                  "a second edfd on the state directory of a running one did not exit with status 1 (wait status "
+                  "0x%x); it printed: %s", (unsigned) status, output);
+        cr_assert(strstr(output, lock_path),
+                  "a second edfd exited without naming the lock %s it could not take; it printed: %s", lock_path,
+                  output);
+
+        /* The first one is untouched: same books, same journal, nothing moved aside. */
+        harness_books_assert_same(h, &before, "a second edfd tried the same state directory");
+        journal1 = slurp(state_path, NULL);
+        cr_assert_str_eq(journal1, journal0, "the journal changed when a second edfd tried the same state directory");
+        cr_assert_eq(count_prefixed(h->state_dir, "state.corrupt"), 0);
+        harness_assert_dl(c->pid, 1 * MS, P100, P100, 0);
+
+        /* And it still works. */
+        r = harness_call(h, &e, NULL, "Release", "t", id);
+        assert_bus_ok(r, &e, "Release after a second edfd was turned away");
+        harness_assert_other(c->pid);
+        harness_books_free(&before);
         harness_stop(h);
 }
 
