@@ -318,6 +318,31 @@ static char *slurp(const char *path, size_t *ret_len) {
         return buf;
 }
 
+static void spew(const char *path, const char *text, size_t len) {
+        FILE *f = fopen(path, "we");
+
+        cr_assert(f, "cannot write %s: %m", path);
+        cr_assert_eq(fwrite(text, 1, len, f), len);
+        cr_assert_eq(fclose(f), 0);
+}
+
+/* The one name in dir starting with prefix, as a full path (asserts there is exactly one). */
+static char *only_prefixed(const char *dir, const char *prefix) {
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        char *found = NULL;
+
+        cr_assert(d, "cannot open %s", dir);
+        while ((de = readdir(d)))
+                if (strncmp(de->d_name, prefix, strlen(prefix)) == 0) {
+                        cr_assert(!found, "more than one %s* in %s", prefix, dir);
+                        cr_assert_geq(asprintf(&found, "%s/%s", dir, de->d_name), 0);
+                }
+        closedir(d);
+        cr_assert(found, "no %s* in %s", prefix, dir);
+        return found;
+}
+
 /* Run a second edfd on h's config, state directory, cgroup root and bus, while h's edfd runs; wait
  * (at most 10 s) for it to exit. Returns its wait status; *ret_output gets what it printed. */
 static int run_second_edfd(Harness *h, char **ret_output) {
@@ -448,6 +473,72 @@ Test(crash, second_daemon_on_the_same_state_dir_exits) {
         assert_bus_ok(r, &e, "Release after a second edfd was turned away");
         harness_assert_other(c->pid);
         harness_books_free(&before);
+        harness_stop(h);
+}
+
+/* A journal written by an edfd of another format version (a downgrade, say) is not guessed at: it is
+ * kept aside whole, and edfd starts from what the kernel shows. */
+Test(crash, state_of_another_version_is_kept_aside) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        _cleanup_free_ char *state_path = NULL, *journal = NULL, *other = NULL, *kept_path = NULL, *kept = NULL,
+                             *log = NULL, *fresh = NULL;
+        HarnessReservation *l;
+        HarnessGroup *g;
+        HarnessChild *c;
+        size_t len, kept_len, n, ng;
+        uint64_t id, unmanaged;
+        int version, skip = 0, r;
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        r = harness_admit(h, &e, c->pid, 0, "test/a", 2 * MS, 0, P100, 0, &id);
+        assert_bus_ok(r, &e, "Admit");
+        r = harness_call(h, &e, NULL, "CreateGroup", "stt", "test/c", 1 * MS, P100);
+        assert_bus_ok(r, &e, "CreateGroup(test/c)");
+        cr_assert_geq(harness_kill_daemon(h, SIGKILL), 0);
+
+        /* The same journal, every record and checksum valid, under the header of the next version. */
+        cr_assert_geq(asprintf(&state_path, "%s/state", h->state_dir), 0);
+        journal = slurp(state_path, &len);
+        cr_assert_eq(sscanf(journal, "edfd-state %d %n", &version, &skip), 1, "no header in %s: %.80s", state_path,
+                     journal);
+        cr_assert_gt(skip, 0);
+        cr_assert(strstr(journal, "\nG test/c "), "the journal has no record of test/c:\n%s", journal);
+        cr_assert_geq(asprintf(&other, "edfd-state %d %s", version + 1, journal + skip), 0);
+        spew(state_path, other, strlen(other));
+        cr_assert_eq(count_prefixed(h->state_dir, "state.corrupt"), 0);
+
+        cr_assert_eq(harness_start_daemon(h), 0, "edfd does not start on a state file of version %d", version + 1);
+
+        /* Kept aside, byte for byte, and the log says where and why. */
+        kept_path = only_prefixed(h->state_dir, "state.corrupt");
+        kept = slurp(kept_path, &kept_len);
+        cr_assert(kept_len == strlen(other) && memcmp(kept, other, kept_len) == 0,
+                  "%s is not the state file of version %d as it was:\n%s", kept_path, version + 1, kept);
+        log = slurp(h->log_path, NULL);
+        cr_assert(strstr(log, "unknown state version"), "edfd's log does not say the state version is unknown");
+        cr_assert(strstr(log, kept_path), "edfd's log does not name %s", kept_path);
+        /* A new journal of this edfd's own version in its place. */
+        fresh = slurp(state_path, NULL);
+        cr_assert_eq(strncmp(fresh, journal, (size_t) skip), 0, "the new journal does not start with this edfd's "
+                     "header: %.80s", fresh);
+
+        /* Nothing of the other version's records was adopted: edfd starts from what the kernel shows. */
+        cr_assert_eq(harness_list_reservations(h, &l, &n), 0);
+        cr_assert_eq(n, 0, "%zu reservations were adopted from a state file of another version", n);
+        harness_reservations_free(l, n);
+        cr_assert_eq(harness_list_groups(h, &g, &ng), 0);
+        cr_assert(!harness_find_group(g, ng, "test/c"), "the dynamic group test/c came back from a state file of "
+                  "another version");
+        harness_groups_free(g, ng);
+        harness_assert_dl(c->pid, 2 * MS, P100, P100, 0);
+        cr_assert_eq(harness_get_u64(h, "Unmanaged", &unmanaged), 0);
+        cr_assert_geq(unmanaged, harness_bw(2 * MS, P100),
+                      "the deadline thread of the unread state is not counted as unmanaged (%" PRIu64 ")", unmanaged);
+
+        cr_assert_eq(harness_restart_daemon(h, false), 0);
+        cr_assert_eq(count_prefixed(h->state_dir, "state.corrupt"), 1, "a clean restart moved a file aside");
+        harness_child_kill(c);
         harness_stop(h);
 }
 
