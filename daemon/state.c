@@ -475,13 +475,40 @@ static int load_line(Loader *l, char *line, const char **ret_reason) {
         }
 }
 
-static int move_aside(State *s, StateLoaded *ret, const char *reason, unsigned lineno) {
-        char *dest;
-
-        if (asprintf(&dest, "%s.corrupt-%lld", s->path, (long long) time(NULL)) < 0)
-                return -ENOMEM;
-        if (rename(s->path, dest) < 0) {
+/* rename(2) that fails with -EEXIST instead of replacing to. */
+static int rename_noreplace(const char *from, const char *to) {
+        if (renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE) == 0)
+                return 0;
+        if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+                return -errno;
+        /* A file system without RENAME_NOREPLACE: link(2) never replaces either. */
+        if (link(from, to) < 0)
+                return -errno;
+        if (unlink(from) < 0) {
                 int r = -errno;
+                (void) unlink(to);
+                return r;
+        }
+        return 0;
+}
+
+/* A kept file is the only evidence of what went wrong: two corruptions within one second must not
+ * share a name, so state.corrupt-<seconds> is followed by state.corrupt-<seconds>-1, -2, ... */
+#define MOVE_ASIDE_TRIES 1000
+
+static int move_aside(State *s, StateLoaded *ret, const char *reason, unsigned lineno) {
+        long long now = (long long) time(NULL);
+        char *dest = NULL;
+        int r = -EEXIST;
+
+        for (unsigned n = 0; n < MOVE_ASIDE_TRIES && r == -EEXIST; n++) {
+                free(dest);
+                if ((n == 0 ? asprintf(&dest, "%s.corrupt-%lld", s->path, now)
+                            : asprintf(&dest, "%s.corrupt-%lld-%u", s->path, now, n)) < 0)
+                        return -ENOMEM;
+                r = rename_noreplace(s->path, dest);
+        }
+        if (r < 0) {
                 free(dest);
                 return r;
         }

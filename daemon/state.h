@@ -25,9 +25,11 @@
  *   O  an override of a configured group's bandwidth (SetGroup), until the next reload
  *   D  a dynamic group removed, or an override dropped
  *
- * A file that cannot be read (bad header, a bad checksum before the last line, an unknown record)
- * is renamed to state.corrupt-<time> for inspection and the daemon starts from what the kernel
- * shows. One daemon per state directory: STATE_DIR/lock is held with flock(2). */
+ * A file that cannot be read (bad header, another format version, a bad checksum before the last
+ * line, an unknown record) is renamed to state.corrupt-<time> for inspection, or to
+ * state.corrupt-<time>-<n> when that name is taken (a kept file is never replaced), and the daemon
+ * starts from what the kernel shows. One daemon per state directory: STATE_DIR/lock is held with
+ * flock(2). */
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -539,6 +540,82 @@ Test(crash, state_of_another_version_is_kept_aside) {
         cr_assert_eq(harness_restart_daemon(h, false), 0);
         cr_assert_eq(count_prefixed(h->state_dir, "state.corrupt"), 1, "a clean restart moved a file aside");
         harness_child_kill(c);
+        harness_stop(h);
+}
+
+#define DECOYS 8
+
+/* Two unreadable journals in a row, within the same second, and kept files already in the way of
+ * the names the clock gives: every file is kept, none replaced. */
+Test(crash, corrupt_state_never_replaces_a_kept_file) {
+        static const char *const garbage[2] = { "first garbage\n\x01\x02", "second garbage\n\x03\x04" };
+        Harness *h = harness_start_or_skip("basic.yaml");
+        _cleanup_free_ char *state_path = NULL;
+        bool seen[2] = { false, false };
+        unsigned decoys = 0;
+        long long now;
+        DIR *d;
+        struct dirent *de;
+
+        cr_assert_geq(asprintf(&state_path, "%s/state", h->state_dir), 0);
+        cr_assert_geq(harness_kill_daemon(h, SIGKILL), 0);
+
+        /* Files under the names of this second and the next few, and of their first "-1". */
+        now = (long long) time(NULL);
+        for (long long t = now; t < now + DECOYS / 2; t++)
+                for (unsigned k = 0; k < 2; k++) {
+                        char path[4096], text[64];
+
+                        if (k == 0)
+                                snprintf(path, sizeof path, "%s.corrupt-%lld", state_path, t);
+                        else
+                                snprintf(path, sizeof path, "%s.corrupt-%lld-1", state_path, t);
+                        snprintf(text, sizeof text, "decoy %lld %u\n", t, k);
+                        spew(path, text, strlen(text));
+                        decoys++;
+                }
+
+        for (unsigned i = 0; i < 2; i++) {
+                spew(state_path, garbage[i], strlen(garbage[i]));
+                cr_assert_eq(harness_start_daemon(h), 0, "edfd does not start on corrupt state file %u", i + 1);
+                cr_assert_eq(count_prefixed(h->state_dir, "state.corrupt"), decoys + i + 1,
+                             "after corruption %u: %u files kept aside, expected %u", i + 1,
+                             count_prefixed(h->state_dir, "state.corrupt"), decoys + i + 1);
+                cr_assert_geq(harness_kill_daemon(h, SIGKILL), 0);
+        }
+
+        /* Every decoy as it was, and both pieces of garbage kept. */
+        d = opendir(h->state_dir);
+        cr_assert(d);
+        while ((de = readdir(d))) {
+                char path[4096];
+                _cleanup_free_ char *text = NULL;
+                long long t;
+                unsigned k;
+
+                if (strncmp(de->d_name, "state.corrupt-", 14) != 0)
+                        continue;
+                snprintf(path, sizeof path, "%s/%s", h->state_dir, de->d_name);
+                text = slurp(path, NULL);
+                if (sscanf(text, "decoy %lld %u", &t, &k) == 2) {
+                        char want[64];
+
+                        snprintf(want, sizeof want, "%s.corrupt-%lld%s", "state", t, k ? "-1" : "");
+                        cr_assert_str_eq(de->d_name, want, "a kept file was replaced or moved: %s holds %s", path,
+                                         text);
+                        continue;
+                }
+                for (unsigned i = 0; i < 2; i++)
+                        if (streq(text, garbage[i])) {
+                                cr_assert(!seen[i], "corrupt state file %u was kept twice", i + 1);
+                                seen[i] = true;
+                        }
+        }
+        closedir(d);
+        cr_assert(seen[0] && seen[1], "a corrupt state file was lost (first kept: %d, second kept: %d)", seen[0],
+                  seen[1]);
+
+        cr_assert_eq(harness_start_daemon(h), 0);
         harness_stop(h);
 }
 
