@@ -106,10 +106,10 @@ static bool thread_dead(const char *pid, pid_t tid) {
         return dead;
 }
 
-int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threads) {
+int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threads, uint64_t *ret_all_bw) {
         DIR *proc = opendir("/proc");
         struct dirent *de;
-        uint64_t total = 0;
+        uint64_t total = 0, all = 0;
         unsigned n = 0;
 
         if (!proc)
@@ -136,10 +136,14 @@ int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threa
                         tid = (pid_t) atoi(te->d_name);
                         if (sched_get(tid, &si) < 0 || si.policy != SCHED_DEADLINE || thread_dead(de->d_name, tid))
                                 continue;
+                        if (bw_of(si.runtime, si.period, &bw) < 0)
+                                continue;
+                        if (__builtin_add_overflow(all, bw, &all))
+                                all = UINT64_MAX;
                         r = tree_find_thread(t, (uint32_t) tid);
                         if (r && sched_thread_is((pid_t) atoi(de->d_name), tid, r->identity) == 1)
                                 continue;
-                        if (bw_of(si.runtime, si.period, &bw) == 0 && !__builtin_add_overflow(total, bw, &total))
+                        if (!__builtin_add_overflow(total, bw, &total))
                                 n++;
                 }
                 closedir(task);
@@ -148,5 +152,89 @@ int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threa
         *ret_bw = total;
         if (ret_threads)
                 *ret_threads = n;
+        if (ret_all_bw)
+                *ret_all_bw = all;
         return 0;
+}
+
+#define TOTAL_BW_KEY ".dl_bw->total_bw"
+
+int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret) {
+        const char *p = buf, *end = buf + len;
+        bool found = false;
+        uint64_t value = 0;
+
+        while (p < end) {
+                const char *nl = memchr(p, '\n', (size_t) (end - p)), *eol = nl ? nl : end, *q = p;
+                uint64_t v = 0;
+
+                while (q < eol && (*q == ' ' || *q == '\t'))
+                        q++;
+                if ((size_t) (eol - q) >= strlen(TOTAL_BW_KEY) && memcmp(q, TOTAL_BW_KEY, strlen(TOTAL_BW_KEY)) == 0 &&
+                    (q + strlen(TOTAL_BW_KEY) == eol || strchr(" \t:", q[strlen(TOTAL_BW_KEY)]))) {
+                        q += strlen(TOTAL_BW_KEY);
+                        while (q < eol && (*q == ' ' || *q == '\t'))
+                                q++;
+                        if (q >= eol || *q != ':')
+                                return -EBADMSG;
+                        q++;
+                        while (q < eol && (*q == ' ' || *q == '\t'))
+                                q++;
+                        if (q >= eol || *q < '0' || *q > '9')
+                                return -EBADMSG;
+                        for (; q < eol && *q >= '0' && *q <= '9'; q++)
+                                if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t) (*q - '0'), &v))
+                                        return -EBADMSG;
+                        while (q < eol && (*q == ' ' || *q == '\t' || *q == '\r'))
+                                q++;
+                        if (q != eol)
+                                return -EBADMSG;
+                        if (found && v != value)
+                                return -EDOM;
+                        found = true;
+                        value = v;
+                }
+                p = eol + 1;
+        }
+        if (!found)
+                return -ENODATA;
+        *ret = value;
+        return 0;
+}
+
+int capacity_read_total_bw(uint64_t *ret) {
+        /* A few hundred bytes per CPU; read it all (the file is generated at each read). */
+        FILE *f = fopen("/sys/kernel/debug/sched/debug", "re");
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, n = 0;
+        int r;
+
+        if (!f)
+                return -errno;
+        for (;;) {
+                size_t k;
+                if (n == size) {
+                        char *b;
+                        if (size >= 64u << 20) {
+                                fclose(f);
+                                return -EFBIG;
+                        }
+                        size = size ? size * 2 : 65536;
+                        b = realloc(buf, size);
+                        if (!b) {
+                                fclose(f);
+                                return -ENOMEM;
+                        }
+                        buf = b;
+                }
+                k = fread(buf + n, 1, size - n, f);
+                n += k;
+                if (k == 0)
+                        break;
+        }
+        r = ferror(f) ? -EIO : 0;
+        fclose(f);
+        if (r < 0)
+                return r;
+        return capacity_parse_total_bw(buf, n, ret);
 }

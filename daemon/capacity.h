@@ -5,10 +5,13 @@
  *
  * The kernel admits per root domain: sum(runtime/period) <= CPUs x rt_runtime/rt_period, in the
  * fixed point of bandwidth.h. Kernels since 6.12 also reserve a fair server per CPU (50 ms per
- * 1 s by default) out of the same pool; its per-CPU files in debugfs are not readable even by
- * root, so the reserve is taken from debugfs where it is mounted and readable, else from what the
- * kernel version implies. Deadline threads edfd did not admit hold bandwidth too: they are found
- * by scanning /proc and counted as "unmanaged". */
+ * 1 s by default, changeable in debugfs) out of the same pool. Its per-CPU files in debugfs are not
+ * readable even by root, but /sys/kernel/debug/sched/debug is where debugfs is mounted, and shows
+ * the root domain's dl_bw->total_bw: the fair servers plus every deadline thread. capacity_read()
+ * takes the reserve from what the kernel version implies; the caller may replace it by a
+ * measurement (capacity_measure_fair_servers(): total_bw less the deadline threads found in /proc).
+ * Deadline threads edfd did not admit hold bandwidth too: they are found by scanning /proc and
+ * counted as "unmanaged". */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +25,7 @@ typedef struct KernelCapacity {
         uint64_t rt_period_us;
         uint64_t raw;             /* ncpus x rt_runtime/rt_period (UINT64_MAX when admission is off) */
         uint64_t fair_server;     /* the fair servers' total reserve */
+        bool fair_server_measured; /* fair_server measured in debugfs, not implied by the version */
         uint64_t usable;          /* raw - fair_server: what deadline tasks may hold in all */
         bool admission_off;
         DlLimits limits;          /* sched_deadline_period_{min,max}_us */
@@ -32,5 +36,15 @@ int capacity_read(KernelCapacity *ret);
 
 /* Sum what SCHED_DEADLINE threads hold that the tree does not know (a thread is known when the tree
  * has a reservation for its tid with the same start time). Returns 0 with the bandwidth and number
- * of threads, or negative errno. */
-int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threads);
+ * of threads, and in *ret_all_bw (may be NULL) what all deadline threads hold, or negative errno. */
+int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threads, uint64_t *ret_all_bw);
+
+/* Parse the text of /sys/kernel/debug/sched/debug (buf, len; need not be NUL-terminated): the
+ * dl_bw->total_bw that every CPU shows for its root domain. Returns 0 and the value when every CPU
+ * shows the same one (one root domain); -EDOM when they differ (several root domains: the reserve
+ * cannot be told apart), -ENODATA when there is none, -EBADMSG for a value that is not a number. */
+int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret);
+
+/* Read dl_bw->total_bw from /sys/kernel/debug/sched/debug. Returns 0 and the value, or negative
+ * errno (-ENOENT without debugfs, and the errors of capacity_parse_total_bw()). */
+int capacity_read_total_bw(uint64_t *ret);

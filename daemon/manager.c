@@ -89,6 +89,8 @@ static uint64_t sched_flags_of(uint64_t admit_flags) {
                ((admit_flags & EDFD_ADMIT_OVERRUN_SIGNAL) ? SCHED_FLAG_DL_OVERRUN : 0);
 }
 
+#define OVERCOMMIT_LOG_INTERVAL_NSEC (60 * NSEC_PER_SEC)
+
 static uint64_t now_ns(void) {
         struct timespec ts;
 
@@ -156,11 +158,12 @@ static void send_status(Manager *m) {
         size_t n_groups = m->tree->n_groups - 1;
 
         sd_notifyf(false,
-                   "STATUS=%zu reservations in %zu groups, %s of %s allocated%s; events %" PRIu64 " seen, %" PRIu64
+                   "STATUS=%zu reservations in %zu groups, %s of %s allocated%s%s; events %" PRIu64 " seen, %" PRIu64
                    " lost, %" PRIu64 " resyncs, %" PRIu64 " unseen children",
                    m->tree->n_reservations, n_groups, bw_format(m->tree->root->allocated, a),
                    bw_format(m->tree->root->bw, b),
-                   tree_overcommitted(m->tree) ? " (OVERCOMMITTED: admissions refused)" : "", m->events_seen,
+                   tree_overcommitted(m->tree) ? " (OVERCOMMITTED: admissions refused)" : "",
+                   m->kcap.admission_off ? " (kernel admission OFF)" : "", m->events_seen,
                    m->events_lost, m->resyncs, m->unseen_children);
 }
 
@@ -907,6 +910,8 @@ static int config_load(const char *path, Config **ret, char **ret_errors) {
         return 0;
 }
 
+static int kcap_read(Manager *m, KernelCapacity *ret);
+
 /* The root's bandwidth: what the kernel admits, or the configuration's cap on what edfd hands out.
  * Unmanaged threads are charged to the root's allocation, so a cap counts on top of them (never
  * above what the kernel admits): "capacity: 50%" means edfd hands out at most 50%. */
@@ -922,20 +927,38 @@ static uint64_t root_capacity(const Manager *m) {
 }
 
 /* Build a tree from c with the dynamic groups and overrides of `extra` (a StateLoaded's groups, or
- * the live tree's dynamic groups); NULL error string on success. */
+ * the live tree's dynamic groups); NULL error string on success.
+ *
+ * The root of the tree returned has no limit yet: what was admitted is re-admitted into it, and only
+ * then does the caller set the kernel's capacity (tree_set_capacity). When the kernel admits less than
+ * it did (CPUs offline, sched_rt_runtime_us lowered), the tree is then overcommitted: it refuses every
+ * admission until the capacity is back and evicts nobody. Failing instead would leave a restarted edfd
+ * unable to re-adopt what it admitted (and systemd restarting it in a loop). With allow_short, the
+ * configuration's top-level groups may need more than the kernel admits; every group below the root
+ * must still fit its parent. */
 static int tree_build(Manager *m, const Config *c, const char *filename, const StateGroup *extra, size_t n_extra,
-                      bool strict, Tree **ret, char **ret_errors) {
+                      bool strict, bool allow_short, Tree **ret, char **ret_errors) {
         ConfErrors errors = {};
         Tree *t = NULL;
         int r;
 
         r = conf_build_tree(c, filename, m->kcap.usable, &m->kcap.limits, &t, &errors);
+        if (r == -EINVAL && allow_short && m->kcap.usable != UINT64_MAX) {
+                /* Does it fit a root with no limit? Then only the kernel's capacity is short. */
+                ConfErrors unbounded = {};
+
+                if (conf_build_tree(c, filename, UINT64_MAX, &m->kcap.limits, &t, &unbounded) == 0) {
+                        conf_errors_done(&errors);
+                        r = 0;
+                }
+                conf_errors_done(&unbounded);
+        }
         if (r < 0) {
                 *ret_errors = errors_join(&errors);
                 return r;
         }
         conf_errors_done(&errors);
-        tree_set_capacity(t, root_capacity(m), m->unmanaged);
+        tree_set_capacity(t, UINT64_MAX, m->unmanaged);
 
         for (size_t i = 0; i < n_extra; i++) {
                 Refusal rf;
@@ -1036,6 +1059,7 @@ int manager_reload(Manager *m, OpError *error) {
         _cleanup_free_ StateGroup *dyn = NULL;
         Config *c = NULL;
         Tree *t = NULL;
+        bool capacity_short;
         size_t n_dyn;
         int r;
 
@@ -1046,11 +1070,13 @@ int manager_reload(Manager *m, OpError *error) {
                 sd_notify(false, "READY=1");
                 return op_fail(error, OP_INVALID_CONFIG, "%s", errors ? errors : strerror(-r));
         }
-        (void) capacity_read(&m->kcap);
+        (void) kcap_read(m, &m->kcap);
+        /* Has the kernel's capacity fallen below what is allocated? Then the new tree may be short too. */
+        capacity_short = m->tree->root->allocated > root_capacity(m);
         r = collect_groups(m->tree, false, &dyn, &n_dyn);
         if (r >= 0)
-                r = tree_build(m, c, m->config_path ? m->config_path : "(embedded edfd.yaml)", dyn, n_dyn, true, &t,
-                               &errors);
+                r = tree_build(m, c, m->config_path ? m->config_path : "(embedded edfd.yaml)", dyn, n_dyn, true,
+                               capacity_short, &t, &errors);
         if (r < 0) {
                 conf_free(c);
                 sd_notify(false, "READY=1");
@@ -1080,6 +1106,17 @@ int manager_reload(Manager *m, OpError *error) {
                 }
         }
         t->next_id = MAX(t->next_id, m->tree->next_id);
+        /* While the kernel's capacity is short, a reload may keep or shrink the overcommit, never grow
+         * it: the same file reloads, a larger tree waits until the capacity is back. */
+        if (tree_set_capacity(t, root_capacity(m), m->unmanaged) && t->root->allocated > m->tree->root->allocated) {
+                char a[DURATION_MAX], b[DURATION_MAX], d[DURATION_MAX];
+                op_fail(error, OP_INVALID_CONFIG,
+                        "the new configuration needs %s at the root, the kernel admits only %s now, and the running "
+                        "one needs %s: while the capacity is short a reload may not ask for more",
+                        bw_format(t->root->allocated, a), bw_format(t->root->bw, b),
+                        bw_format(m->tree->root->allocated, d));
+                goto fail;
+        }
 
         tree_free(m->tree);
         m->tree = t;
@@ -1104,42 +1141,105 @@ fail:
 
 /* --- kernel truth --- */
 
+/* capacity_read(), with the fair servers' reserve measured lately in place of the one the kernel
+ * version implies. */
+static int kcap_read(Manager *m, KernelCapacity *ret) {
+        KernelCapacity kc;
+        uint64_t fair = UINT64_MAX;
+        int r;
+
+        r = capacity_read(&kc);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < m->n_fair_samples; i++)
+                fair = MIN(fair, m->fair_samples[i]);
+        if (m->n_fair_samples == ELEMENTSOF(m->fair_samples)) {
+                kc.fair_server = fair;
+                kc.fair_server_measured = true;
+                if (!kc.admission_off)
+                        kc.usable = kc.raw > fair ? kc.raw - fair : 0;
+        }
+        *ret = kc;
+        return 0;
+}
+
+/* One measurement of the fair servers' reserve: the root domain's dl_bw->total_bw (read before and
+ * after the scan of /proc, and only kept when both agree) less what the scan found every deadline
+ * thread to hold. Bandwidth the kernel still holds for a thread that just left SCHED_DEADLINE (until
+ * its 0-lag time) makes one measurement too large, never too small, so the reserve is the smallest of
+ * the last three, and is used only once there are three (20 s after start): bandwidth the kernel
+ * keeps for that long is lost to everyone, and edfd must not promise it. Without a readable debugfs,
+ * or with several root domains, the reserve stays what the kernel version implies. */
+static void fair_server_sample(Manager *m, bool have_before, uint64_t before, uint64_t all_dl) {
+        uint64_t after;
+        char a[DURATION_MAX], b[DURATION_MAX];
+
+        if (!have_before || capacity_read_total_bw(&after) < 0 || after != before || before < all_dl)
+                return;
+        memmove(m->fair_samples + 1, m->fair_samples, sizeof m->fair_samples - sizeof m->fair_samples[0]);
+        m->fair_samples[0] = before - all_dl;
+        if (m->n_fair_samples < ELEMENTSOF(m->fair_samples))
+                m->n_fair_samples++;
+        if (!m->fair_reported) {
+                KernelCapacity implied;
+                if (capacity_read(&implied) == 0)
+                        log_info("The kernel's fair servers hold %s (measured in debugfs; the kernel version implies %s)",
+                                 bw_format(before - all_dl, a), bw_format(implied.fair_server, b));
+                m->fair_reported = true;
+        }
+}
+
 static void capacity_refresh(Manager *m) {
-        uint64_t unmanaged = 0, cap;
+        uint64_t unmanaged = 0, all_dl = 0, cap, total_before = 0;
+        bool have_total;
         unsigned n = 0;
         KernelCapacity kc;
         char a[DURATION_MAX], b[DURATION_MAX];
 
-        if (capacity_read(&kc) == 0)
-                m->kcap = kc;
-        if (capacity_scan_unmanaged(m->tree, &unmanaged, &n) == 0) {
+        have_total = capacity_read_total_bw(&total_before) == 0;
+        if (capacity_scan_unmanaged(m->tree, &unmanaged, &n, &all_dl) == 0) {
                 if (n != m->unmanaged_threads)
                         log_info("%u deadline threads not managed by edfd hold %s", n, bw_format(unmanaged, a));
                 m->unmanaged = unmanaged;
                 m->unmanaged_threads = n;
+                fair_server_sample(m, have_total, total_before, all_dl);
         }
+        if (kcap_read(m, &kc) == 0)
+                m->kcap = kc;
         cap = root_capacity(m);
         if (m->kcap.admission_off && !m->admission_off_reported) {
                 log_warning("Kernel deadline admission is OFF (sched_rt_runtime_us = -1): edfd's books are the only "
                             "protection against overload");
                 m->admission_off_reported = true;
+        } else if (!m->kcap.admission_off && m->admission_off_reported) {
+                log_notice("Kernel deadline admission is on again (sched_rt_runtime_us = %" PRId64 ")",
+                           m->kcap.rt_runtime_us);
+                m->admission_off_reported = false;
         }
         if (tree_set_capacity(m->tree, cap, m->unmanaged)) {
-                if (!m->overcommit_reported)
-                        log_error("Capacity fell below what is allocated: %s allocated (with %s unmanaged) of %s; "
-                                  "admissions are refused until it fits again, nobody is evicted",
+                /* Loud until it fits again: an error at once, then again every minute. */
+                uint64_t now = now_ns();
+                if (!m->overcommit_reported || now - m->overcommit_logged_ns >= OVERCOMMIT_LOG_INTERVAL_NSEC) {
+                        log_error("Capacity is below what is allocated: %s allocated (%s of it unmanaged) of %s that "
+                                  "the kernel admits on %u CPUs (sched_rt_runtime_us %" PRId64 "); admissions are "
+                                  "refused until it fits again, nobody is evicted",
                                   bw_format(m->tree->root->allocated, a), bw_format(m->unmanaged, b),
-                                  bw_format(cap, (char[DURATION_MAX]) {}));
+                                  bw_format(cap, (char[DURATION_MAX]) {}), m->kcap.ncpus, m->kcap.rt_runtime_us);
+                        m->overcommit_logged_ns = now;
+                }
                 m->overcommit_reported = true;
         } else if (m->overcommit_reported) {
-                log_notice("Capacity covers the allocation again");
+                log_notice("Capacity covers the allocation again: admissions are accepted");
                 m->overcommit_reported = false;
         }
 }
 
-static bool same_params(const SchedInfo *si, const DlParams *p) {
+/* Does the kernel show what edfd gave: the parameters, and the flags of admit_flags plus
+ * RESET_ON_FORK? A thread that cleared RECLAIM or RESET_ON_FORK changed its scheduling too. */
+static bool same_params(const SchedInfo *si, const DlParams *p, uint64_t admit_flags) {
         return si->policy == SCHED_DEADLINE && si->runtime == p->runtime && si->deadline == p->deadline &&
-               si->period == p->period;
+               si->period == p->period &&
+               (si->flags & SCHED_APPLY_FLAGS) == (sched_flags_of(admit_flags) | SCHED_FLAG_RESET_ON_FORK);
 }
 
 /* Clock ticks since boot, the unit of /proc start times. */
@@ -1265,7 +1365,7 @@ int manager_resync(Manager *m, const char *why) {
                         release_books(m, res, "vanished");
                         continue;
                 }
-                if (!same_params(&si, &res->params)) {
+                if (!same_params(&si, &res->params, res->flags)) {
                         /* Changed by itself or someone else: the books follow the kernel. If it is still
                          * SCHED_DEADLINE its bandwidth is now unmanaged (counted below). */
                         log_notice("Thread %" PRIu32 " changed its scheduling outside edfd: reservation %" PRIu64
@@ -1434,7 +1534,7 @@ static int on_resync_timer(sd_event_source *s, uint64_t usec, void *userdata) {
 /* --- adoption after a restart --- */
 
 static bool record_matches(const StateRecord *rec, bool same_thread, const SchedInfo *si) {
-        return same_thread && same_params(si, &rec->params);
+        return same_thread && same_params(si, &rec->params, rec->flags);
 }
 
 /* A split child that ended while edfd was down: give its runtime back to its re-adopted donor, as
@@ -1643,7 +1743,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 log_notice("The last state record was torn by a crash; the change it began was never answered");
 
         r = tree_build(m, m->config, m->config_path ? m->config_path : "(embedded edfd.yaml)", loaded.groups,
-                       loaded.n_groups, false, &m->tree, &errors);
+                       loaded.n_groups, false, true, &m->tree, &errors);
         if (r < 0) {
                 log_error("The configuration does not fit this machine:\n%s", errors ? errors : strerror(-r));
                 state_loaded_done(&loaded);

@@ -69,6 +69,10 @@ typedef struct Manager {
         uint64_t unmanaged;
         unsigned unmanaged_threads;
         bool overcommit_reported, admission_off_reported;
+        uint64_t fair_samples[3];  /* the fair servers' reserve as last measured, newest first */
+        unsigned n_fair_samples;
+        bool fair_reported;
+        uint64_t overcommit_logged_ns; /* CLOCK_MONOTONIC of the last overcommit error, 0 for none */
 
         Hashmap targets;           /* reservation id -> SchedTarget * */
         SchedPinCache pins;        /* of threads released by request, for their next Admit */
