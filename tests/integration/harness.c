@@ -336,8 +336,25 @@ static void child_common_setup(pid_t parent) {
                         signal(sig, SIG_DFL);
 }
 
-/* fork + exec argv with envp; stdin /dev/null, stdout and stderr to out_fd, fd3 (if >= 0) as 3. */
-static int spawn(char *const argv[], char *const envp[], int out_fd, int fd3, pid_t *ret) {
+/* The decimal digits of pid at p, NUL-terminated, with nothing but stores: for a forked child of a
+ * threaded process, where snprintf is not async-signal-safe. */
+static void put_pid(char *p, pid_t pid) {
+        char digits[16];
+        size_t n = 0;
+        unsigned long v = (unsigned long) pid;
+
+        do
+                digits[n++] = (char) ('0' + v % 10);
+        while ((v /= 10) > 0);
+        while (n > 0)
+                *p++ = digits[--n];
+        *p = '\0';
+}
+
+/* fork + exec argv with envp; stdin /dev/null, stdout and stderr to out_fd, fd3 (if >= 0) as 3.
+ * pid_env, if not NULL, is one of envp's strings ending in "=" with room for 20 more bytes: the child
+ * appends its own pid to it before exec (WATCHDOG_PID must be the pid of the process it is for). */
+static int spawn(char *const argv[], char *const envp[], int out_fd, int fd3, char *pid_env, pid_t *ret) {
         pid_t parent = getpid();
         pid_t pid = fork();
 
@@ -355,6 +372,8 @@ static int spawn(char *const argv[], char *const envp[], int out_fd, int fd3, pi
                         syscall(SYS_close_range, 4U, ~0U, 0U);
                 } else
                         syscall(SYS_close_range, 3U, ~0U, 0U);
+                if (pid_env)
+                        put_pid(pid_env + strlen(pid_env), getpid());
                 execve(argv[0], argv, envp);
                 dprintf(2, "harness: exec %s: %m\n", argv[0]);
                 _exit(127);
@@ -1360,6 +1379,8 @@ static void notify_drain_locked(Harness *h) {
                                 h->n_reloading++;
                         else if (streq_ptr(line, "STOPPING=1"))
                                 h->stopping_seen = true;
+                        else if (streq_ptr(line, "WATCHDOG=1"))
+                                h->n_watchdog++;
                         else if (strncmp(line, "STATUS=", 7) == 0)
                                 snprintf(h->status, sizeof h->status, "%s", line + 7);
                 }
@@ -1399,6 +1420,19 @@ void harness_notify_counts(Harness *h, unsigned *ret_ready, unsigned *ret_reload
         pthread_mutex_unlock(&h->notify_lock);
 }
 
+unsigned harness_notify_watchdogs(Harness *h) {
+        unsigned n;
+
+        pthread_mutex_lock(&h->notify_lock);
+        n = h->n_watchdog;
+        pthread_mutex_unlock(&h->notify_lock);
+        return n;
+}
+
+void harness_set_watchdog(Harness *h, uint64_t usec) {
+        h->watchdog_usec = usec;
+}
+
 /* Wait up to 50 ms for news from the notify thread. Called with notify_lock held. */
 static void notify_wait_locked(Harness *h) {
         struct timespec ts;
@@ -1418,6 +1452,7 @@ int harness_start_daemon(Harness *h) {
         size_t argc = 0, n_env = 0;
         _cleanup_free_ char **envp = NULL;
         _cleanup_free_ char *env_bus = NULL, *env_notify = NULL;
+        _cleanup_free_ char *env_watchdog_usec = NULL, *env_watchdog_pid = NULL;
         _cleanup_close_ int log_fd = -1;
         uint64_t end;
         bool ready = false, owned = false;
@@ -1447,11 +1482,19 @@ int harness_start_daemon(Harness *h) {
 
         for (char **e = environ; *e; e++)
                 n_env++;
-        envp = calloc(n_env + 3, sizeof(char *));
+        envp = calloc(n_env + 5, sizeof(char *));
         env_bus = xasprintf("DBUS_SYSTEM_BUS_ADDRESS=%s", h->bus_address);
         env_notify = xasprintf("NOTIFY_SOCKET=%s", h->notify_path);
         if (!envp || !env_bus || !env_notify)
                 return -ENOMEM;
+        if (h->watchdog_usec > 0) {
+                /* The child writes its pid after "=" (spawn()): room for 20 digits. */
+                env_watchdog_usec = xasprintf("WATCHDOG_USEC=%" PRIu64, h->watchdog_usec);
+                env_watchdog_pid = xasprintf("WATCHDOG_PID=%20s", "");
+                if (!env_watchdog_usec || !env_watchdog_pid)
+                        return -ENOMEM;
+                env_watchdog_pid[strlen("WATCHDOG_PID=")] = '\0';
+        }
         n_env = 0;
         for (char **e = environ; *e; e++) {
                 static const char *const drop[] = {
@@ -1468,6 +1511,10 @@ int harness_start_daemon(Harness *h) {
         }
         envp[n_env++] = env_bus;
         envp[n_env++] = env_notify;
+        if (env_watchdog_usec) {
+                envp[n_env++] = env_watchdog_usec;
+                envp[n_env++] = env_watchdog_pid;
+        }
         envp[n_env] = NULL;
 
         log_marker(h, "starting edfd");
@@ -1479,7 +1526,7 @@ int harness_start_daemon(Harness *h) {
         h->stopping_seen = false;
         ready_before = h->n_ready;
         pthread_mutex_unlock(&h->notify_lock);
-        r = spawn(argv, envp, log_fd, -1, &h->edfd_pid);
+        r = spawn(argv, envp, log_fd, -1, env_watchdog_pid, &h->edfd_pid);
         if (r < 0)
                 return r;
 
@@ -1527,6 +1574,22 @@ int harness_start_daemon(Harness *h) {
                 return r;
         }
         return 0;
+}
+
+int harness_wait_watchdogs(Harness *h, unsigned n, uint64_t timeout_usec) {
+        uint64_t end = now_usec() + timeout_usec;
+        int r = 0;
+
+        pthread_mutex_lock(&h->notify_lock);
+        while (h->n_watchdog < n) {
+                if (now_usec() >= end) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                notify_wait_locked(h);
+        }
+        pthread_mutex_unlock(&h->notify_lock);
+        return r;
 }
 
 int harness_wait_notify(Harness *h, unsigned ready, unsigned reloading) {
@@ -1626,7 +1689,7 @@ static int start_bus(Harness *h) {
                 argv[0] = (char *) "/bin/dbus-daemon";
         if (pipe2(p, O_CLOEXEC) < 0)
                 return -errno;
-        r = spawn(argv, environ, log_fd, p[1], &h->dbus_pid);
+        r = spawn(argv, environ, log_fd, p[1], NULL, &h->dbus_pid);
         close(p[1]);
         if (r < 0) {
                 close(p[0]);

@@ -84,6 +84,7 @@ typedef struct Harness {
         char *dbus_log_path;
         char *bus_address;
         char **extra_args;    /* more edfd arguments, NULL-terminated, or NULL */
+        uint64_t watchdog_usec; /* WATCHDOG_USEC for edfd (harness_set_watchdog()); 0: none */
 
         pid_t dbus_pid;
         pid_t edfd_pid;       /* 0 while edfd is down */
@@ -100,6 +101,7 @@ typedef struct Harness {
         bool stopping_seen;   /* STOPPING=1 arrived since the last start */
         unsigned n_ready;     /* READY=1 messages received, all runs */
         unsigned n_reloading; /* RELOADING=1 messages received, all runs */
+        unsigned n_watchdog;  /* WATCHDOG=1 messages received, all runs */
         char status[256];     /* the last STATUS= line */
         bool logs_dumped;     /* harness_dump_logs() ran: harness_free() need not print them again */
 
@@ -151,6 +153,16 @@ int harness_write_config(Harness *h, const char *text);
 
 /* How many READY=1 and RELOADING=1 edfd sent so far (all runs); either pointer may be NULL. */
 void harness_notify_counts(Harness *h, unsigned *ret_ready, unsigned *ret_reloading);
+
+/* How many WATCHDOG=1 edfd sent so far (all runs). */
+unsigned harness_notify_watchdogs(Harness *h);
+
+/* From edfd's next start on, give it WATCHDOG_USEC=usec and WATCHDOG_PID=its own pid, as systemd does
+ * for a unit with WatchdogSec=; 0 (the default) gives it neither. */
+void harness_set_watchdog(Harness *h, uint64_t usec);
+
+/* Wait (at most timeout_usec) until edfd sent n WATCHDOG=1 in all. Returns 0 or -ETIMEDOUT. */
+int harness_wait_watchdogs(Harness *h, unsigned n, uint64_t timeout_usec);
 
 /* Wait (at most 10 s) until n_ready >= ready and n_reloading >= reloading. Returns 0 or -ETIMEDOUT. */
 int harness_wait_notify(Harness *h, unsigned ready, unsigned reloading);

@@ -1147,3 +1147,38 @@ Test(daemon, unprivileged_client) {
         harness_assert_no_reservations(h, "after the unprivileged client released");
         harness_stop(h);
 }
+
+/* Under a unit with WatchdogSec= edfd pings systemd (sd_event_set_watchdog): WATCHDOG=1 on its
+ * NOTIFY_SOCKET, several times per WATCHDOG_USEC. Without WATCHDOG_USEC it sends none. Counts only,
+ * with a generous bound: not a measure of timing. */
+#define WATCHDOG_USEC (200 * UINT64_C(1000))
+#define WATCHDOG_QUIET_USEC (2 * UINT64_C(1000000))
+#define WATCHDOG_BOUND_USEC (10 * UINT64_C(1000000))
+
+Test(daemon, watchdog_pings_only_when_asked) {
+        Harness *h = harness_start_or_skip("basic.yaml");
+        unsigned n;
+        int r;
+
+        /* Started as every other test starts it: no WATCHDOG_USEC, no ping. */
+        harness_usleep(WATCHDOG_QUIET_USEC);
+        n = harness_notify_watchdogs(h);
+        cr_assert_eq(n, 0, "edfd sent %u WATCHDOG=1 without WATCHDOG_USEC", n);
+
+        /* WATCHDOG_USEC=200ms and WATCHDOG_PID=its pid, as systemd sets them: pings, again and again. */
+        harness_set_watchdog(h, WATCHDOG_USEC);
+        cr_assert_eq(harness_restart_daemon(h, false), 0);
+        r = harness_wait_watchdogs(h, 2, WATCHDOG_BOUND_USEC);
+        n = harness_notify_watchdogs(h);
+        cr_assert_eq(r, 0, "edfd sent %u WATCHDOG=1 in 10 s with WATCHDOG_USEC=%" PRIu64 ", expected at least 2", n,
+                     WATCHDOG_USEC);
+
+        /* And off again: the count stays. */
+        harness_set_watchdog(h, 0);
+        cr_assert_eq(harness_restart_daemon(h, false), 0);
+        n = harness_notify_watchdogs(h);
+        harness_usleep(WATCHDOG_QUIET_USEC);
+        cr_assert_eq(harness_notify_watchdogs(h), n, "edfd sent WATCHDOG=1 after it was started without "
+                     "WATCHDOG_USEC");
+        harness_stop(h);
+}
