@@ -104,6 +104,10 @@ int main(int argc, char *argv[]) {
                         return 2;
                 }
 
+        if (opts.embedded_config && opts.config_path) {
+                fprintf(stderr, "edfd: --config and --embedded-config exclude each other\n");
+                return 2;
+        }
         if (check) {
                 const char *path = opts.config_path ? opts.config_path : EDFD_CONFIG_PATH;
                 KernelCapacity kc;
@@ -113,9 +117,18 @@ int main(int argc, char *argv[]) {
                         fprintf(stderr, "edfd: --check-config takes one file\n");
                         return 2;
                 }
+                if (optind < argc && opts.embedded_config) {
+                        fprintf(stderr, "edfd: --check-config FILE and --embedded-config exclude each other\n");
+                        return 2;
+                }
                 if (optind < argc)
                         path = argv[optind];
-                f = fopen(path, "re");
+                if (opts.embedded_config) {
+                        /* Check the embedded default against this machine. */
+                        path = "(embedded edfd.yaml)";
+                        f = fmemopen((void *) edfd_default_config, strlen(edfd_default_config), "r");
+                } else
+                        f = fopen(path, "re");
                 if (!f) {
                         fprintf(stderr, "edfd: cannot open %s: %s\n", path, strerror(errno));
                         return EXIT_FAILURE;
@@ -127,10 +140,6 @@ int main(int argc, char *argv[]) {
                 r = conf_check_print(f, path, kc.usable, &kc.limits, stdout, stderr);
                 fclose(f);
                 return r < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
-        }
-        if (opts.embedded_config && opts.config_path) {
-                fprintf(stderr, "edfd: --config and --embedded-config exclude each other\n");
-                return 2;
         }
         if (optind < argc) {
                 fprintf(stderr, "edfd: unexpected argument \"%s\" (see --help)\n", argv[optind]);

@@ -1742,8 +1742,10 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
         if (loaded.torn_tail)
                 log_notice("The last state record was torn by a crash; the change it began was never answered");
 
+        /* With reservations to re-adopt, a capacity that fell while edfd was down must not stop it: it
+         * starts over-committed. Without, a configuration too large for this machine is an error. */
         r = tree_build(m, m->config, m->config_path ? m->config_path : "(embedded edfd.yaml)", loaded.groups,
-                       loaded.n_groups, false, true, &m->tree, &errors);
+                       loaded.n_groups, false, loaded.n_entries > 0, &m->tree, &errors);
         if (r < 0) {
                 log_error("The configuration does not fit this machine:\n%s", errors ? errors : strerror(-r));
                 state_loaded_done(&loaded);
