@@ -1474,6 +1474,41 @@ Test(fork, changed_outside_edfd_is_released_at_resync) {
         stop_all(h);
 }
 
+/* The flags are part of what edfd gave: a thread whose RECLAIM, or whose RESET_ON_FORK, was cleared
+ * behind edfd's back (same runtime, deadline and period) is released with reason "changed" too, and
+ * a thread left alone is not. */
+Test(fork, flags_changed_outside_edfd_are_released_at_resync) {
+        Harness *h = start("fork.yaml");
+        HarnessChild *a, *b, *k;
+        HarnessSchedAttr attr = {};
+        uint64_t id_a, id_b, id_k;
+        int r;
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &a), 0);
+        cr_assert_eq(harness_spawn_child(h, 1, false, &b), 0);
+        cr_assert_eq(harness_spawn_child(h, 1, false, &k), 0);
+        id_a = admit_flags(h, a->pid, 0, "forkonly", 2 * MS, P100, P100, EDFD_ADMIT_RECLAIM, "Admit(a, reclaim)");
+        id_b = admit(h, b->pid, 0, "forkonly", 2 * MS, P100, P100, "Admit(b)");
+        id_k = admit_flags(h, k->pid, 0, "forkonly", 2 * MS, P100, P100, EDFD_ADMIT_RECLAIM, "Admit(k, reclaim)");
+
+        r = harness_dl_set(a->pid, 2 * MS, P100, P100, 0); /* RECLAIM cleared */
+        cr_assert_eq(r, 0, "clearing a's RECLAIM: %s", strerror(-r));
+        attr = (HarnessSchedAttr) { .sched_policy = HARNESS_SCHED_DEADLINE, .sched_runtime = 2 * MS,
+                                    .sched_deadline = P100, .sched_period = P100 }; /* RESET_ON_FORK cleared */
+        r = harness_sched_setattr(b->pid, &attr);
+        cr_assert_eq(r, 0, "clearing b's RESET_ON_FORK: %s", strerror(-r));
+
+        expect_sig_within(h, want("ReservationRemoved", id_a, "changed"), RESYNC_WAIT_USEC, "a, RECLAIM cleared");
+        expect_sig(h, want("ReservationRemoved", id_b, "changed"), "b, RESET_ON_FORK cleared");
+        cr_assert_eq(res_count(h), 1, "ListReservations must hold only k, which nobody touched");
+        harness_assert_dl(k->pid, 2 * MS, P100, P100, HARNESS_SCHED_FLAG_RECLAIM);
+
+        release(h, id_k, "Release(k)");
+        cr_assert_eq(harness_dl_reset(a->pid), 0);
+        cr_assert_eq(harness_dl_reset(b->pid), 0);
+        stop_all(h);
+}
+
 /* The kernel refuses (EBUSY) to give a child's runtime back to its donor when the child ends: the
  * machine's pool was taken behind edfd's back meanwhile (here while edfd is stopped, in a storm by
  * other children). The runtime waits with the group, and the donor gets it back as soon as the
