@@ -46,8 +46,9 @@ static const Verb verbs[] = {
           "\n"
           "  --json    A JSON array: times in ns, bandwidths in fractions of a CPU\n" },
         { "admit", NULL, 0, 0, ADMIT_OPTIONS, verb_admit,
-          "admit [-g GROUP] -T RUNTIME -P PERIOD [-D DEADLINE] [--reclaim]\n"
-          "             [--overrun-signal] [--move] (-t TID | -p PID | -- COMMAND [ARG...])",
+          "admit [-g GROUP] (-T RUNTIME | --work WORK [--margin PERCENT]) -P PERIOD\n"
+          "             [-D DEADLINE] [--reclaim] [--overrun-signal] [--move]\n"
+          "             (-t TID | -p PID | -- COMMAND [ARG...])",
           "Admit a thread, a process, or a command run under the reservation",
           "Admit a thread into a group, or run a command under a reservation from its first\n"
           "instruction (as chrt does). Prints the reservation id, except with a command.\n"

@@ -309,15 +309,23 @@ def check_edfctl(mandir, edfctl):
          "edfctl(1) ENVIRONMENT names DBUS_SYSTEM_BUS_ADDRESS")
     # The examples use only real verbs and options.
     examples = p.section("EXAMPLES")
+    shown = []
     for line in examples.splitlines():
         m = re.match(r"^\s+(?:\$ )?edfctl (.*)$", line)
         if not m:
             continue
         words = m.group(1).split(" -- ")[0].split()
+        shown.append(words)
         used = [w.split("=")[0] for w in words if w.startswith("-")]
         bad = [w for w in used if w not in options]
         t.ok(words and words[0] in [v.split()[0] for v in verbs] and not bad,
              f"edfctl(1) example \"edfctl {m.group(1)[:40]}\" uses real verbs and options", f"unknown: {bad}")
+    # Every verb of edfctl --help is shown at work in EXAMPLES, spelled out ("edfctl status", not a
+    # bare "edfctl"; "edfctl group create", not "edfctl group").
+    for v in verbs:
+        t.ok(any(words[:len(v.split())] == v.split() for words in shown),
+             f"edfctl(1) EXAMPLES shows \"edfctl {v}\"",
+             "examples: " + "; ".join("edfctl " + " ".join(w) for w in shown))
     return t.done()
 
 
