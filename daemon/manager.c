@@ -603,41 +603,50 @@ int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *par
 
 /* --- returns to a donor that the kernel refused for the moment --- */
 
-#define RETURN_RETRY_USEC (200 * UINT64_C(1000))
-#define RETURN_RETRY_FOR_NSEC (30 * NSEC_PER_SEC)
+/* A child that exits gives its bandwidth back to the kernel only at its 0-lag time when it was not
+ * running (up to one period later), so in a fork storm the kernel's pool fills with children that
+ * have ended, and giving their runtime back to the donor gets EBUSY although the books balance.
+ * edfd does not wait for that in the event loop: the runtime stays with the group, and a timer gives
+ * it back as soon as the kernel has the room (first after RETURN_RETRY_MIN_USEC, backing off to
+ * RETURN_RETRY_MAX_USEC while the kernel keeps refusing), for as long as the donor lives with the
+ * same deadline and period. The donor may change meanwhile (split again by another fork, or given
+ * another child's runtime): what comes back is the runtime the child held, added to what the donor
+ * has then. */
+#define RETURN_RETRY_MIN_USEC (50 * UINT64_C(1000))
+#define RETURN_RETRY_MAX_USEC (2 * UINT64_C(1000000))
 
 typedef struct PendingReturn {
         uint64_t donor_id;
-        DlParams from, to; /* the donor's parameters now, and with the runtime back */
-        uint64_t until;    /* CLOCK_MONOTONIC ns */
+        uint64_t runtime;          /* what goes back */
+        uint64_t deadline, period; /* the donor's when it was refused */
         struct PendingReturn *next;
 } PendingReturn;
 
-static bool same_dl(const DlParams *a, const DlParams *b) {
-        return a->runtime == b->runtime && a->deadline == b->deadline && a->period == b->period;
-}
-
-/* One attempt: 1 done (returned, or no longer possible: the donor is gone or changed, or its group
- * gave the room away), 0 to try again. */
+/* One attempt: 1 done (returned, or no longer possible: the donor is gone, its deadline or period
+ * changed, or its group gave the room away), 0 to try again. */
 static int return_try(Manager *m, PendingReturn *p) {
         Reservation *donor = tree_find_reservation(m->tree, p->donor_id);
         SchedTarget *dt = donor ? target_get(m, donor->id) : NULL;
+        DlParams from, to;
         Refusal rf;
         int r;
 
-        if (!donor || !dt || !same_dl(&donor->params, &p->from))
+        if (!donor || !dt || donor->params.deadline != p->deadline || donor->params.period != p->period)
                 return 1;
-        if (reservation_update(m->tree, donor, &p->to, &rf) != 0) {
-                log_notice("Reservation %" PRIu64 " does not get its runtime back: group %s has given the room away",
-                           donor->id, donor->group->path);
+        from = to = donor->params;
+        if (__builtin_add_overflow(from.runtime, p->runtime, &to.runtime) || to.runtime > to.deadline ||
+            reservation_update(m->tree, donor, &to, &rf) != 0) {
+                log_notice("Reservation %" PRIu64 " does not get %" PRIu64 " ns of runtime back: group %s has given the "
+                           "room away, or the donor changed",
+                           donor->id, p->runtime, donor->group->path);
                 return 1;
         }
         (void) record(m, true, donor);
-        r = sched_apply_deadline(dt, p->to.runtime, p->to.deadline, p->to.period, sched_flags_of(donor->flags));
+        r = sched_apply_deadline(dt, to.runtime, to.deadline, to.period, sched_flags_of(donor->flags));
         if (r < 0) {
-                (void) reservation_update(m->tree, donor, &p->from, NULL);
+                (void) reservation_update(m->tree, donor, &from, NULL);
                 (void) record(m, false, donor);
-                if (r == -EBUSY && now_ns() < p->until)
+                if (r == -EBUSY)
                         return 0;
                 log_notice("The kernel would not give reservation %" PRIu64 " back its runtime (%s): it stays with "
                            "group %s",
@@ -645,14 +654,34 @@ static int return_try(Manager *m, PendingReturn *p) {
                 return 1;
         }
         (void) record(m, false, donor);
-        log_info("Reservation %" PRIu64 " has its runtime back: the kernel had room again", donor->id);
+        log_debug("Reservation %" PRIu64 " has %" PRIu64 " ns of runtime back: the kernel had room again", donor->id,
+                  p->runtime);
         manager_bus_emit_changed(m, donor, "returned");
         notify_status(m);
         return 1;
 }
 
+static int on_return_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void return_timer_arm(Manager *m, uint64_t delay_usec) {
+        uint64_t now;
+
+        if (!m->event || sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0)
+                return;
+        m->return_delay_usec = delay_usec;
+        if (!m->return_timer) {
+                if (sd_event_add_time(m->event, &m->return_timer, CLOCK_MONOTONIC, now + delay_usec, 0,
+                                      on_return_timer, m) < 0)
+                        log_warning("Cannot arm the timer that gives donors their runtime back");
+                return;
+        }
+        (void) sd_event_source_set_time(m->return_timer, now + delay_usec);
+        (void) sd_event_source_set_enabled(m->return_timer, SD_EVENT_ONESHOT);
+}
+
 static int on_return_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
+        bool progress = false;
 
         for (PendingReturn **q = &m->pending_returns; *q;) {
                 PendingReturn *p = *q;
@@ -660,38 +689,59 @@ static int on_return_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                         q = &p->next;
                         continue;
                 }
+                progress = true;
                 *q = p->next;
                 free(p);
         }
-        if (m->pending_returns) {
-                (void) sd_event_source_set_time(s, usec + RETURN_RETRY_USEC);
-                (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        }
+        if (m->pending_returns)
+                return_timer_arm(m, progress ? RETURN_RETRY_MIN_USEC
+                                             : MIN(m->return_delay_usec * 2, RETURN_RETRY_MAX_USEC));
         return 0;
 }
 
-static void return_later(Manager *m, const Reservation *donor, const DlParams *to) {
+static void return_later(Manager *m, const Reservation *donor, uint64_t runtime) {
         PendingReturn *p = calloc(1, sizeof *p);
-        uint64_t now;
 
         if (!p) {
                 (void) log_oom();
                 return;
         }
-        *p = (PendingReturn) { .donor_id = donor->id, .from = donor->params, .to = *to,
-                               .until = now_ns() + RETURN_RETRY_FOR_NSEC, .next = m->pending_returns };
+        *p = (PendingReturn) { .donor_id = donor->id, .runtime = runtime, .deadline = donor->params.deadline,
+                               .period = donor->params.period, .next = m->pending_returns };
         m->pending_returns = p;
-        if (!m->event || sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0)
-                return;
-        if (!m->return_timer) {
-                if (sd_event_add_time(m->event, &m->return_timer, CLOCK_MONOTONIC, now + RETURN_RETRY_USEC, 0,
-                                      on_return_timer, m) < 0)
-                        log_warning("Cannot arm the timer that gives reservation %" PRIu64 " its runtime back",
-                                    donor->id);
-                return;
+        return_timer_arm(m, RETURN_RETRY_MIN_USEC);
+}
+
+/* The core's donor rule has given a child's runtime back to its donor in the books (e): give it in
+ * the kernel too. One try: on EBUSY the kernel still holds the child's bandwidth (until its 0-lag
+ * time), so the books go back to e->donor_old and return_later() waits for the room from a timer, not
+ * here; on another error the runtime stays with the group. Returns true when the donor has it now. */
+static bool donor_give_back(Manager *m, const ReleaseEffect *e, uint64_t child_id) {
+        SchedTarget *dt = target_get(m, e->donor->id);
+        uint64_t back = e->donor->params.runtime - e->donor_old.runtime;
+        int r;
+
+        (void) record(m, true, e->donor);
+        r = dt ? sched_apply_deadline(dt, e->donor->params.runtime, e->donor->params.deadline, e->donor->params.period,
+                                      sched_flags_of(e->donor->flags))
+               : -ESRCH;
+        if (r < 0) {
+                if (r == -EBUSY)
+                        log_debug("The kernel has no room yet to give reservation %" PRIu64 " back the runtime of %" PRIu64
+                                  ": it waits with group %s",
+                                  e->donor->id, child_id, e->donor->group->path);
+                else
+                        log_notice("The kernel would not give reservation %" PRIu64 " back the runtime of %" PRIu64
+                                   " (%s): it stays with group %s",
+                                   e->donor->id, child_id, strerror(-r), e->donor->group->path);
+                (void) reservation_update(m->tree, e->donor, &e->donor_old, NULL);
+                (void) record(m, false, e->donor);
+                if (r == -EBUSY)
+                        return_later(m, e->donor, back);
+                return false;
         }
-        (void) sd_event_source_set_time(m->return_timer, now + RETURN_RETRY_USEC);
-        (void) sd_event_source_set_enabled(m->return_timer, SD_EVENT_ONESHOT);
+        (void) record(m, false, e->donor);
+        return true;
 }
 
 /* Release from the books (the thread was already put back, or is gone), give runtime back to the
@@ -710,26 +760,8 @@ static void release_books(Manager *m, Reservation *res, const char *reason) {
         if (r < 0)
                 log_state_failure(r);
 
-        if (e.donor) {
-                SchedTarget *dt = target_get(m, e.donor->id);
-                (void) record(m, true, e.donor);
-                r = dt ? apply_with_retry(dt, &e.donor->params, e.donor->flags) : -ESRCH;
-                if (r < 0) {
-                        /* The kernel would not take it back: the runtime stays with the group, and on
-                         * EBUSY goes back later when the kernel has the room (return_later()). */
-                        DlParams to = e.donor->params;
-                        log_notice("The kernel would not give reservation %" PRIu64 " back the runtime of %" PRIu64
-                                   " (%s): it stays with group %s%s",
-                                   e.donor->id, id, strerror(-r), group, r == -EBUSY ? " until the kernel has room" : "");
-                        (void) reservation_update(m->tree, e.donor, &e.donor_old, NULL);
-                        (void) record(m, false, e.donor);
-                        if (r == -EBUSY)
-                                return_later(m, e.donor, &to);
-                } else {
-                        (void) record(m, false, e.donor);
-                        manager_bus_emit_changed(m, e.donor, "returned");
-                }
-        }
+        if (e.donor && donor_give_back(m, &e, id))
+                manager_bus_emit_changed(m, e.donor, "returned");
         if (!admit_pending(m, id)) /* one never announced ends unannounced */
                 manager_bus_emit_removed(m, id, pid, tid, group, reason);
         notify_status(m);
@@ -1470,8 +1502,8 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
                 log_debug("Could not raise new %s %d: %s", is_thread ? "thread" : "process", ev->pid, strerror(-r));
                 reservation_release(m->tree, child, &e);
                 (void) state_write_release(m->state, cid);
-                if (e.donor && apply_with_retry(dt, &e.donor->params, e.donor->flags) < 0)
-                        (void) reservation_update(m->tree, e.donor, &e.donor_old, NULL);
+                if (e.donor)
+                        (void) donor_give_back(m, &e, cid);
                 (void) record(m, false, donor);
                 note_unraised(m, ev->pid);
                 sched_target_done(&t);

@@ -96,6 +96,7 @@ typedef struct Manager {
          * moment: retried from return_timer while the group keeps the room (release_books()). */
         struct PendingReturn *pending_returns;
         sd_event_source *return_timer;
+        uint64_t return_delay_usec; /* its current interval: backs off while the kernel refuses */
 
         /* The unique bus names that called Subscribe(): signals go out only while there is one. */
         char **subscribers;
