@@ -453,7 +453,8 @@ static int set_self_other(void) {
         return harness_sched_setattr(0, &a);
 }
 
-static void common_child_setup(pid_t parent, bool pdeathsig) {
+/* Default dispositions, and every signal unblocked except those in keep (may be NULL). */
+static void common_child_setup(pid_t parent, bool pdeathsig, const sigset_t *keep) {
         sigset_t ss;
 
         if (pdeathsig) {
@@ -464,8 +465,34 @@ static void common_child_setup(pid_t parent, bool pdeathsig) {
         for (int sig = 1; sig < _NSIG; sig++)
                 if (sig != SIGKILL && sig != SIGSTOP)
                         signal(sig, SIG_DFL);
-        sigemptyset(&ss);
+        if (keep)
+                ss = *keep;
+        else
+                sigemptyset(&ss);
         sigprocmask(SIG_SETMASK, &ss, NULL);
+}
+
+/* The signals a sleeper acts on (sleeper_main()). */
+static void sleeper_signals(sigset_t *ret) {
+        sigemptyset(ret);
+        sigaddset(ret, SIGTERM);
+        sigaddset(ret, SIGUSR1);
+        sigaddset(ret, SIGUSR2);
+        sigaddset(ret, SIGCHLD);
+}
+
+/* fork() for a sleeper: the child starts with the sleeper's signals blocked, so that one sent as soon
+ * as its pid is known waits for its signalfd instead of killing it with the default action. */
+static pid_t fork_sleeper(void) {
+        sigset_t ss, old;
+        pid_t p;
+
+        sleeper_signals(&ss);
+        sigprocmask(SIG_BLOCK, &ss, &old);
+        p = fork();
+        if (p != 0)
+                sigprocmask(SIG_SETMASK, &old, NULL);
+        return p;
 }
 
 /* A forked child: sleeps until SIGTERM (exits 0), lowers itself to SCHED_OTHER on SIGUSR1, forks a
@@ -477,13 +504,8 @@ _Noreturn static void sleeper_main(pid_t parent, bool orphan) {
                 sigset_t ss;
                 int sfd;
 
-                common_child_setup(parent, !orphan);
-                sigemptyset(&ss);
-                sigaddset(&ss, SIGTERM);
-                sigaddset(&ss, SIGUSR1);
-                sigaddset(&ss, SIGUSR2);
-                sigaddset(&ss, SIGCHLD);
-                sigprocmask(SIG_BLOCK, &ss, NULL);
+                sleeper_signals(&ss);
+                common_child_setup(parent, !orphan, &ss);
                 sfd = signalfd(-1, &ss, SFD_CLOEXEC);
                 if (sfd < 0)
                         _exit(2);
@@ -582,7 +604,7 @@ _Noreturn static void forker_main(pid_t parent, int sock) {
         ForkerThread threads[FORKER_THREADS] = {};
         int ack[2];
 
-        common_child_setup(parent, true);
+        common_child_setup(parent, true, NULL);
         close(lifeline[1]);
         if (pipe2(ack, O_CLOEXEC) < 0)
                 _exit(4);
@@ -602,7 +624,7 @@ _Noreturn static void forker_main(pid_t parent, int sock) {
                         _exit(4);
                 switch (c.op) {
                 case OP_FORK: {
-                        pid_t me = getpid(), p = fork();
+                        pid_t me = getpid(), p = fork_sleeper();
                         if (p == 0) {
                                 close(sock);
                                 sleeper_main(me, c.arg == 1);
@@ -677,7 +699,7 @@ _Noreturn static void forker_main(pid_t parent, int sock) {
                         (void) send(sock, &rp, sizeof rp, MSG_NOSIGNAL);
                         _exit(0);
                 case OP_FORK_EXIT: {
-                        pid_t me = getpid(), p = fork();
+                        pid_t me = getpid(), p = fork_sleeper();
                         if (p == 0) {
                                 close(sock);
                                 sleeper_main(me, true);
@@ -1548,6 +1570,58 @@ Test(fork, refused_return_is_given_back_later) {
 
         harness_empty_pool(filler);
         s = expect_sig(h, want("ReservationChanged", id_p, "returned"), "the room is back");
+        cr_assert_eq(s.runtime, 10 * MS);
+        harness_assert_dl(f.pid, 10 * MS, 50 * MS, P100, 0);
+        cr_assert_eq(group_allocated(h, "split", NULL), a0 + bw(10 * MS, P100));
+
+        release(h, id_p, "Release(parent)");
+        harness_child_kill(filler);
+        stop_all(h);
+}
+
+/* A donor whose return waits for the kernel's room forks again meanwhile (as a donor in a fork storm
+ * does all the time): the waiting runtime still comes back, added to what the donor holds then, and
+ * the second child's half comes back when it ends: the donor ends whole. */
+Test(fork, refused_return_survives_another_split) {
+        Harness *h = start("fork.yaml");
+        HarnessChild *filler;
+        uint64_t id_p, a0;
+        Forker f;
+        pid_t c, d;
+        Sig s;
+
+        a0 = group_allocated(h, "split", NULL);
+        cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
+        forker_start(&f);
+        id_p = admit(h, f.pid, 0, "split", 10 * MS, 50 * MS, P100, "Admit(parent, 10ms)");
+        c = forker_fork(&f, false);
+        expect_sig(h, want_thread("ReservationAdded", (uint32_t) c, (uint32_t) c, "split"), "the first child");
+        harness_assert_dl(f.pid, 5 * MS, 50 * MS, P100, 0);
+
+        /* The first child ends while the kernel has no room: its 5 ms wait with the group. */
+        cr_assert_eq(kill(h->edfd_pid, SIGSTOP), 0);
+        forker_end_child(&f, c);
+        harness_fill_pool(filler);
+        cr_assert_eq(kill(h->edfd_pid, SIGCONT), 0);
+        expect_sig(h, want_thread("ReservationRemoved", (uint32_t) c, (uint32_t) c, "exited"), "the first child");
+        harness_usleep(200 * 1000);
+        harness_assert_dl(f.pid, 5 * MS, 50 * MS, P100, 0);
+
+        /* The donor forks again: 2.5 ms each (the room the donor frees is the room its child takes). */
+        d = forker_fork(&f, false);
+        expect_sig(h, want_thread("ReservationAdded", (uint32_t) d, (uint32_t) d, "split"), "the second child");
+        harness_assert_dl(f.pid, 2500 * 1000, 50 * MS, P100, 0);
+        harness_assert_dl(d, 2500 * 1000, 50 * MS, P100, 0);
+
+        /* The room comes back: the waiting 5 ms go to the donor, which now has 2.5 ms. */
+        harness_empty_pool(filler);
+        s = expect_sig(h, want("ReservationChanged", id_p, "returned"), "the first child's runtime");
+        cr_assert_eq(s.runtime, 7500 * 1000);
+        harness_assert_dl(f.pid, 7500 * 1000, 50 * MS, P100, 0);
+
+        forker_end_child(&f, d);
+        expect_sig(h, want_thread("ReservationRemoved", (uint32_t) d, (uint32_t) d, "exited"), "the second child");
+        s = expect_sig(h, want("ReservationChanged", id_p, "returned"), "the second child's runtime");
         cr_assert_eq(s.runtime, 10 * MS);
         harness_assert_dl(f.pid, 10 * MS, 50 * MS, P100, 0);
         cr_assert_eq(group_allocated(h, "split", NULL), a0 + bw(10 * MS, P100));
