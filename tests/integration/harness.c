@@ -517,7 +517,7 @@ finish:
         return 0;
 }
 
-static int read_ll(const char *path, long long *ret) {
+int harness_read_ll(const char *path, long long *ret) {
         FILE *f = fopen(path, "re");
         int n;
 
@@ -545,8 +545,8 @@ uint64_t harness_nominal_pool(void) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         uint64_t raw;
 
-        if (read_ll("/proc/sys/kernel/sched_rt_runtime_us", &runtime) < 0 ||
-            read_ll("/proc/sys/kernel/sched_rt_period_us", &period) < 0 || runtime < 0 || period <= 0 ||
+        if (harness_read_ll("/proc/sys/kernel/sched_rt_runtime_us", &runtime) < 0 ||
+            harness_read_ll("/proc/sys/kernel/sched_rt_period_us", &period) < 0 || runtime < 0 || period <= 0 ||
             ncpu <= 0)
                 return 0;
         raw = harness_bw((uint64_t) runtime * 1000, (uint64_t) period * 1000) * (uint64_t) ncpu;
@@ -1576,12 +1576,13 @@ int harness_start_daemon(Harness *h) {
         return 0;
 }
 
-int harness_wait_watchdogs(Harness *h, unsigned n, uint64_t timeout_usec) {
+/* Wait until every count reaches its minimum, or -ETIMEDOUT after timeout_usec. */
+static int wait_counts(Harness *h, unsigned ready, unsigned reloading, unsigned watchdog, uint64_t timeout_usec) {
         uint64_t end = now_usec() + timeout_usec;
         int r = 0;
 
         pthread_mutex_lock(&h->notify_lock);
-        while (h->n_watchdog < n) {
+        while (h->n_ready < ready || h->n_reloading < reloading || h->n_watchdog < watchdog) {
                 if (now_usec() >= end) {
                         r = -ETIMEDOUT;
                         break;
@@ -1592,21 +1593,12 @@ int harness_wait_watchdogs(Harness *h, unsigned n, uint64_t timeout_usec) {
         return r;
 }
 
+int harness_wait_watchdogs(Harness *h, unsigned n, uint64_t timeout_usec) {
+        return wait_counts(h, 0, 0, n, timeout_usec);
+}
+
 int harness_wait_notify(Harness *h, unsigned ready, unsigned reloading) {
-        uint64_t end = now_usec() + READY_TIMEOUT_USEC;
-
-        int r = 0;
-
-        pthread_mutex_lock(&h->notify_lock);
-        while (h->n_ready < ready || h->n_reloading < reloading) {
-                if (now_usec() >= end) {
-                        r = -ETIMEDOUT;
-                        break;
-                }
-                notify_wait_locked(h);
-        }
-        pthread_mutex_unlock(&h->notify_lock);
-        return r;
+        return wait_counts(h, ready, reloading, 0, READY_TIMEOUT_USEC);
 }
 
 int harness_kill_daemon(Harness *h, int sig) {

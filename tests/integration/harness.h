@@ -132,6 +132,10 @@ typedef struct HarnessGroup {
         int dynamic;
 } HarnessGroup;
 
+/* Read one integer from a file such as /proc/sys/kernel/sched_rt_runtime_us. Returns 0 or a negative
+ * errno (-EBADMSG when it holds no number). */
+int harness_read_ll(const char *path, long long *ret);
+
 /* Skip the current test (cr_skip_test) unless we are root, SCHED_DEADLINE works on a helper
  * process, a cgroup2 mount exists, dbus-daemon exists and EDFD_BINARY names an executable. */
 void harness_require(void);

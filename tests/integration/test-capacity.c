@@ -38,14 +38,12 @@ static long saved_rt_runtime = LONG_MIN, saved_group_rt = LONG_MIN;
 static const char *group_rt_file;
 
 static int read_long(const char *path, long *ret) {
-        FILE *f = fopen(path, "re");
-        int n;
+        long long v;
+        int r = harness_read_ll(path, &v);
 
-        if (!f)
-                return -errno;
-        n = fscanf(f, "%ld", ret);
-        fclose(f);
-        return n == 1 ? 0 : -EBADMSG;
+        if (r == 0)
+                *ret = (long) v;
+        return r;
 }
 
 static int write_long(const char *path, long v) {
