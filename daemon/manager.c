@@ -776,7 +776,10 @@ int manager_release(Manager *m, const Caller *c, Reservation *res, const char *r
                 return op_fail(error, OP_PERMISSION_DENIED, "reservation %" PRIu64 " is not yours", res->id);
         t = target_get(m, res->id);
         if (t) {
-                r = sched_release(t);
+                SchedInfo had = { .policy = SCHED_DEADLINE, .flags = sched_flags_of(res->flags) | SCHED_FLAG_RESET_ON_FORK,
+                                  .runtime = res->params.runtime, .deadline = res->params.deadline,
+                                  .period = res->params.period };
+                r = sched_release_known(t, &had);
                 if (r < 0 && r != -ESRCH) {
                         log_warning("Failed to put thread %" PRIu32 " back to SCHED_OTHER: %s", res->tid, strerror(-r));
                         if (error)

@@ -566,13 +566,49 @@ int sched_apply_deadline_known(const SchedTarget *t, const SchedInfo *now, uint6
         return apply_deadline(t, &prev, runtime, deadline, period, flags);
 }
 
-int sched_release(const SchedTarget *t) {
-        SchedAttr cur, other = {
+/* The two steps of a release, given what the thread holds: had as read just before, or as edfd gave
+ * it (then the thread may have changed itself since: a park of a thread that is not SCHED_DEADLINE
+ * costs nothing and is undone by the second step). */
+static int release(const SchedTarget *t, const SchedAttr *had) {
+        SchedAttr other = {
                 .size = sizeof(other),
                 .sched_policy = SCHED_OTHER,
                 .sched_flags = 0, /* RESET_ON_FORK off again */
                 .sched_nice = 0,
         };
+        bool parked = false;
+        int r;
+
+        if (had->sched_policy == SCHED_DEADLINE) {
+                /* Lowering bandwidth passes admission, unless the root domain is over-committed
+                 * already (EBUSY: bandwidth leaked elsewhere, or the limits shrank); -EINVAL only if
+                 * an administrator set sched_deadline_period_max_us below the parking period; -EPERM
+                 * if a thread that left SCHED_DEADLINE by itself narrowed its affinity. In all these
+                 * cases go straight out: a release must never fail for that, at the risk that a
+                 * sleeping task's bandwidth stays charged. */
+                r = park(t->tid);
+                if (r == -ESRCH)
+                        return r;
+                parked = r == 0;
+        }
+
+        r = sched_setattr_raw(t->tid, &other, 0);
+        if (r < 0) {
+                /* Never leave the thread parked: at 1024 ns per 4.19 s it would be all but stopped.
+                 * Give it back what it had (it fits: we just freed it, unless someone took it). */
+                if (parked && r != -ESRCH) {
+                        SchedAttr a = *had;
+                        a.size = sizeof(a);
+                        a.sched_flags &= SCHED_APPLY_FLAGS;
+                        (void) sched_setattr_raw(t->tid, &a, 0);
+                }
+                return r;
+        }
+        return 0;
+}
+
+int sched_release(const SchedTarget *t) {
+        SchedAttr cur;
         int r;
 
         if (!sched_target_pinned(t))
@@ -586,31 +622,35 @@ int sched_release(const SchedTarget *t) {
         if (r < 0)
                 return r;
 
-        if (cur.sched_policy == SCHED_DEADLINE) {
-                /* Lowering bandwidth passes admission, unless the root domain is over-committed
-                 * already (EBUSY: bandwidth leaked elsewhere, or the limits shrank); -EINVAL only if
-                 * an administrator set sched_deadline_period_max_us below the parking period. In
-                 * both cases go straight out: a release must never fail for that, at the risk that
-                 * a sleeping task's bandwidth stays charged. */
-                r = park(t->tid);
-                if (r < 0 && r != -EINVAL && r != -EBUSY)
-                        return r;
-        }
-
-        r = sched_setattr_raw(t->tid, &other, 0);
-        if (r < 0) {
-                /* Never leave the thread parked: at 1024 ns per 4.19 s it would be all but stopped.
-                 * Give it back what it had (it fits: we just freed it, unless someone took it). */
-                if (cur.sched_policy == SCHED_DEADLINE && r != -ESRCH) {
-                        cur.size = sizeof(cur);
-                        cur.sched_flags &= SCHED_APPLY_FLAGS;
-                        (void) sched_setattr_raw(t->tid, &cur, 0);
-                }
+        r = release(t, &cur);
+        if (r < 0)
                 return r;
-        }
 
         /* No rollback if the thread vanished meanwhile: demotion is the safe direction. */
         return sched_target_verify(t);
+}
+
+int sched_release_known(const SchedTarget *t, const SchedInfo *had) {
+        int r;
+
+        if (!sched_target_pinned(t) || !had)
+                return -EINVAL;
+
+        r = sched_target_verify(t);
+        if (r < 0)
+                return r;
+
+        SchedAttr a = {
+                .size = sizeof(a),
+                .sched_policy = had->policy,
+                .sched_flags = had->flags,
+                .sched_nice = had->nice,
+                .sched_priority = had->priority,
+                .sched_runtime = had->runtime,
+                .sched_deadline = had->deadline,
+                .sched_period = had->period,
+        };
+        return release(t, &a);
 }
 
 int sched_get(pid_t tid, SchedInfo *ret) {

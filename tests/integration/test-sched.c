@@ -689,7 +689,8 @@ Test(sched, release_leaves_no_bandwidth_behind) {
         need_root();
 
         /* The thread under test sleeps the whole time: the case where a direct switch to SCHED_OTHER
-         * was seen to leave its bandwidth charged for good. */
+         * was seen to leave its bandwidth charged for good. Both ways: sched_release reads the
+         * thread first, sched_release_known goes by what edfd gave it (the path of Release). */
         s = sleeper_start(false, false);
         cr_assert_eq(sched_target_pin(s.pid, s.pid, &t), 0);
         probe_start(&probe);
@@ -698,19 +699,55 @@ Test(sched, release_leaves_no_bandwidth_behind) {
         if (before < 2 * MS)
                 cr_skip_test("no deadline headroom left on this machine");
 
-        apply_or_skip(&t, 1 * MS, 100 * MS, 100 * MS);
-        during = stable_headroom(&probe);
-        /* The probe must see the reservation, or the comparison below proves nothing. */
-        cr_expect(absdiff(before - during, 1 * MS) <= PROBE_TOLERANCE,
-                  "headroom %" PRIu64 " ns/100ms before, %" PRIu64 " with 1ms/100ms held", before, during);
+        for (int known = 0; known < 2; known++) {
+                apply_or_skip(&t, 1 * MS, 100 * MS, 100 * MS);
+                during = stable_headroom(&probe);
+                /* The probe must see the reservation, or the comparison below proves nothing. */
+                cr_expect(absdiff(before - during, 1 * MS) <= PROBE_TOLERANCE,
+                          "headroom %" PRIu64 " ns/100ms before, %" PRIu64 " with 1ms/100ms held", before, during);
 
-        cr_assert_eq(sched_release(&t), 0);
-        after = stable_headroom(&probe);
-        cr_expect(absdiff(after, before) <= PROBE_TOLERANCE,
-                  "headroom %" PRIu64 " ns/100ms before, %" PRIu64 " after release: %" PRId64
-                  " ns/100ms left charged", before, after, (int64_t) (before - after));
+                SchedInfo had = { .policy = SCHED_DEADLINE, .flags = SCHED_FLAG_RESET_ON_FORK, .runtime = 1 * MS,
+                                  .deadline = 100 * MS, .period = 100 * MS };
+                cr_assert_eq(known ? sched_release_known(&t, &had) : sched_release(&t), 0);
+                after = stable_headroom(&probe);
+                cr_expect(absdiff(after, before) <= PROBE_TOLERANCE,
+                          "%s: headroom %" PRIu64 " ns/100ms before, %" PRIu64 " after release: %" PRId64
+                          " ns/100ms left charged",
+                          known ? "sched_release_known" : "sched_release", before, after, (int64_t) (before - after));
+        }
 
         probe_stop(&probe);
         sleeper_stop(&s);
         sched_target_done(&t);
+}
+
+/* Release goes by what edfd gave the thread, without reading it: a thread that has left
+ * SCHED_DEADLINE by itself since (to SCHED_OTHER with a narrowed affinity, so that even the parking
+ * step is refused, or to SCHED_FIFO) still ends as SCHED_OTHER, nice 0, and the release succeeds. */
+Test(sched, release_known_of_a_thread_that_changed_itself) {
+        SchedInfo had = { .policy = SCHED_DEADLINE, .flags = SCHED_FLAG_RESET_ON_FORK, .runtime = 1 * MS,
+                          .deadline = 100 * MS, .period = 100 * MS };
+        SchedTarget t = SCHED_TARGET_NULL;
+        SchedInfo info;
+        Sleeper s;
+
+        need_root();
+        for (int way = 0; way < 2; way++) {
+                s = sleeper_start(false, way == 0 && sysconf(_SC_NPROCESSORS_ONLN) >= 2);
+                cr_assert_eq(sched_target_pin(s.pid, s.pid, &t), 0);
+                if (way == 1) {
+                        struct sched_param sp = { .sched_priority = 1 };
+                        cr_assert_eq(sched_setscheduler(s.pid, SCHED_FIFO, &sp), 0, "SCHED_FIFO: %m");
+                }
+                cr_expect_eq(sched_release_known(&t, &had), 0, "way %d", way);
+                cr_assert_eq(sched_get(s.pid, &info), 0);
+                cr_expect_eq(info.policy, SCHED_OTHER, "way %d: policy %u after release", way, info.policy);
+                cr_expect_eq(info.nice, 0);
+                cr_expect_eq(info.flags & SCHED_FLAG_RESET_ON_FORK, 0);
+                sleeper_stop(&s);
+                cr_expect_eq(sched_release_known(&t, &had), -ESRCH, "way %d: a reaped thread is not touched", way);
+                cr_expect_eq(sched_release_known(&t, NULL), -EINVAL);
+                sched_target_done(&t);
+        }
+        cr_expect_eq(sched_release_known(&t, &had), -EINVAL, "an unpinned target");
 }
