@@ -498,6 +498,14 @@ static int restore(pid_t tid, const SchedAttr *prev) {
         return sched_setattr_raw(tid, &a, 0);
 }
 
+/* Whether the target's task is still attached to its id: alive, or ended and not yet reaped (a
+ * zombie). Signal 0 checks just that. A thread other than the leader is reaped as it ends. */
+static bool still_attached(const SchedTarget *t) {
+        int fd = t->tidfd >= 0 ? t->tidfd : t->tid == t->pid ? t->pidfd : -1;
+
+        return fd >= 0 && syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) == 0;
+}
+
 /* The change itself, and the check after it, given the thread's attributes before. */
 static int apply_deadline(const SchedTarget *t, const SchedAttr *prev, uint64_t runtime, uint64_t deadline,
                           uint64_t period, uint64_t flags) {
@@ -517,13 +525,25 @@ static int apply_deadline(const SchedTarget *t, const SchedAttr *prev, uint64_t 
                 return r; /* -EBUSY, -EPERM, -EINVAL, -ESRCH as the kernel said */
 
         r = sched_target_verify(t);
-        if (r < 0) {
-                /* The id now names another thread (or ours died in between): whoever it is gets its
-                 * previous policy back, and none of the bandwidth stays charged. */
-                (void) restore(t->tid, prev);
+        if (r == 0)
+                return 0;
+
+        /* Ours ended meanwhile, or the id names another thread now. The kernel accepts
+         * SCHED_DEADLINE for a task that has ended, and then keeps the bandwidth for good: the task
+         * never runs again to give it back (see design.md, "What the kernel does"). Parking
+         * (DL -> DL to a bandwidth that rounds to zero) takes back whatever such a task holds, at
+         * once; its previous policy means nothing any more. */
+        if (still_attached(t)) {
+                if (park(t->tid) == 0)
+                        (void) sched_setattr_raw(t->tid, &(SchedAttr) { .size = sizeof(SchedAttr), .sched_policy = SCHED_OTHER }, 0);
                 return r;
         }
-        return 0;
+        /* Reaped: whoever has the id now gets its previous policy back. If ours was a process that
+         * had ended before the change and was reaped before this check, the kernel keeps what the
+         * change gave it, and nothing can take it back now; the manager's measurement of what the
+         * kernel holds beyond its deadline tasks (debugfs) sees it. */
+        (void) restore(t->tid, prev);
+        return r;
 }
 
 int sched_apply_deadline(const SchedTarget *t, uint64_t runtime, uint64_t deadline, uint64_t period,
@@ -536,11 +556,14 @@ int sched_apply_deadline(const SchedTarget *t, uint64_t runtime, uint64_t deadli
         if (flags & ~(uint64_t) SCHED_APPLY_FLAGS)
                 return -EINVAL;
 
-        r = sched_target_verify(t);
-        if (r < 0)
-                return r;
-
+        /* Read first, verify last: the thread may end between the check and the change, and the
+         * shorter that window the rarer the case apply_deadline() cannot undo. */
         r = sched_getattr_raw(t->tid, &prev, 0);
+        if (r < 0) {
+                int v = sched_target_verify(t);
+                return v < 0 ? v : r;
+        }
+        r = sched_target_verify(t);
         if (r < 0)
                 return r;
         return apply_deadline(t, &prev, runtime, deadline, period, flags);

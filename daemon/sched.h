@@ -160,8 +160,10 @@ void sched_target_done(SchedTarget *t);
 
 /* Make the pinned thread SCHED_DEADLINE with runtime/deadline/period in ns, with flags (a subset of
  * SCHED_APPLY_FLAGS) plus SCHED_FLAG_RESET_ON_FORK always (else its forks would fail EAGAIN).
- * Verifies the target before and after; if the after-check fails the thread's previous policy,
- * read with sched_getattr before, is restored (leaving no bandwidth behind) and -ESRCH returned.
+ * Verifies the target before and after. If the after-check fails: a target that ended but is not
+ * reaped yet is parked (whatever it holds in the kernel goes back at once: the kernel accepts
+ * SCHED_DEADLINE for a task that has ended and would keep that bandwidth for good), else the
+ * thread's previous policy, read with sched_getattr before, is restored; -ESRCH is returned.
  * Returns 0, or: -EBUSY the kernel's admission test refused (may succeed after a retry: bandwidth
  * of an exiting task comes back at its 0-lag time), -EPERM no CAP_SYS_NICE or the thread's
  * affinity does not span its root domain, -EINVAL bad parameters or flags, -ESRCH the thread is

@@ -751,3 +751,54 @@ Test(sched, release_known_of_a_thread_that_changed_itself) {
         }
         cr_expect_eq(sched_release_known(&t, &had), -EINVAL, "an unpinned target");
 }
+
+/* The kernel accepts SCHED_DEADLINE for a process that has ended and is not reaped yet (a zombie),
+ * and keeps that bandwidth for good: the task never runs again to give it back (measured with
+ * debugfs on 6.18: SCHED_OTHER afterwards, or reaping, does not help; parking does). A donor that
+ * ends just as edfd gives it its runtime back is changed that way: it held deadline parameters
+ * before, so putting those back after the failed check would charge them again. The zombie is
+ * parked instead. The _known variant skips the check before the change, as a donor that ends
+ * between the check and the change would. */
+Test(sched, raise_of_a_zombie_leaves_no_bandwidth_behind) {
+        SchedInfo had = { .policy = SCHED_DEADLINE, .flags = SCHED_FLAG_RESET_ON_FORK, .runtime = 10 * MS,
+                          .deadline = 100 * MS, .period = 100 * MS };
+        SchedTarget t = SCHED_TARGET_NULL;
+        uint64_t before, after;
+        Probe probe = {};
+        pid_t p;
+        int fds[2], r;
+        char c;
+
+        need_root();
+        probe_start(&probe);
+        before = stable_headroom(&probe);
+        if (before < 30 * MS)
+                cr_skip_test("no deadline headroom left on this machine");
+
+        cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+        p = fork();
+        cr_assert_geq(p, 0);
+        if (p == 0) {
+                close(fds[1]);
+                (void) read(fds[0], &c, 1);
+                _exit(0);
+        }
+        close(fds[0]);
+        cr_assert_eq(sched_target_pin(p, p, &t), 0);
+        cr_assert_eq(dl_set(p, had.runtime, had.period), 0);
+        close(fds[1]);
+        cr_assert_eq(waitid(P_PID, p, NULL, WEXITED | WNOWAIT), 0); /* a zombie now, that ended as a deadline task */
+        usleep(2 * had.period / US); /* past its 0-lag time: the kernel has taken its bandwidth back */
+
+        r = sched_apply_deadline_known(&t, &had, 20 * MS, 100 * MS, 100 * MS, 0);
+        cr_expect_eq(r, -ESRCH, "raising a zombie: %d (%s)", r, strerror(-r));
+        after = stable_headroom(&probe);
+        cr_expect(absdiff(after, before) <= PROBE_TOLERANCE,
+                  "headroom %" PRIu64 " ns/100ms before, %" PRIu64 " after raising a zombie to 20ms/100ms: %" PRId64
+                  " ns/100ms kept by the kernel",
+                  before, after, (int64_t) (before - after));
+
+        cr_assert_eq(waitpid(p, NULL, 0), p);
+        probe_stop(&probe);
+        sched_target_done(&t);
+}
