@@ -39,18 +39,23 @@ static bool kernel_has_fair_server(void) {
         return major > 6 || (major == 6 && minor >= 12);
 }
 
-int capacity_read(KernelCapacity *ret) {
+static int read_with(const KernelCapacity *prev, KernelCapacity *ret) {
         KernelCapacity c = {};
         int64_t rt_runtime, rt_period, pmin, pmax;
         long n;
         int r;
 
-        r = read_int64("/proc/sys/kernel/sched_rt_runtime_us", &rt_runtime);
-        if (r < 0)
-                return r;
-        r = read_int64("/proc/sys/kernel/sched_rt_period_us", &rt_period);
-        if (r < 0)
-                return r;
+        if (prev) {
+                rt_runtime = prev->rt_runtime_us;
+                rt_period = (int64_t) prev->rt_period_us;
+        } else {
+                r = read_int64("/proc/sys/kernel/sched_rt_runtime_us", &rt_runtime);
+                if (r < 0)
+                        return r;
+                r = read_int64("/proc/sys/kernel/sched_rt_period_us", &rt_period);
+                if (r < 0)
+                        return r;
+        }
         if (rt_period <= 0)
                 return -EBADMSG;
         c.limits = DL_LIMITS_DEFAULT;
@@ -78,6 +83,14 @@ int capacity_read(KernelCapacity *ret) {
                 c.usable = c.raw > c.fair_server ? c.raw - c.fair_server : 0;
         *ret = c;
         return 0;
+}
+
+int capacity_read(KernelCapacity *ret) {
+        return read_with(NULL, ret);
+}
+
+int capacity_read_reusing(const KernelCapacity *prev, KernelCapacity *ret) {
+        return prev ? read_with(prev, ret) : -EINVAL;
 }
 
 static bool is_number(const char *s) {
@@ -180,6 +193,11 @@ int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret) {
                         q++;
                         while (q < eol && (*q == ' ' || *q == '\t'))
                                 q++;
+                        /* The kernel prints its unsigned count signed: below zero it has
+                         * wrapped, and refuses every admission until it recounts. */
+                        bool negative = q < eol && *q == '-';
+                        if (negative)
+                                q++;
                         if (q >= eol || *q < '0' || *q > '9')
                                 return -EBADMSG;
                         for (; q < eol && *q >= '0' && *q <= '9'; q++)
@@ -189,6 +207,8 @@ int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret) {
                                 q++;
                         if (q != eol)
                                 return -EBADMSG;
+                        if (negative && v != 0)
+                                return -ERANGE;
                         if (found && v != value)
                                 return -EDOM;
                         found = true;

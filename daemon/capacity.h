@@ -31,8 +31,17 @@ typedef struct KernelCapacity {
         DlLimits limits;          /* sched_deadline_period_{min,max}_us */
 } KernelCapacity;
 
-/* Read the kernel's capacity and limits. Returns 0, or negative errno when /proc/sys cannot be read. */
+/* Read the kernel's capacity and limits. Returns 0, or negative errno when /proc/sys cannot be read.
+ *
+ * Reading sched_rt_runtime_us or sched_rt_period_us is not free of effects: on 6.18 each read (not
+ * only a write) rebuilds the scheduling domains, and with them the kernel's count of deadline
+ * bandwidth, from the deadline tasks alive. That recount takes back what the kernel kept for
+ * processes made SCHED_DEADLINE after they had ended, but it also forgets a task that has ended
+ * and holds its bandwidth until its 0-lag time, whose share is then subtracted once more: the
+ * count ends lower than what exists, below zero after a storm (measured; see design.md, "What the
+ * kernel does"). capacity_read_reusing() takes those two values from prev instead. */
 int capacity_read(KernelCapacity *ret);
+int capacity_read_reusing(const KernelCapacity *prev, KernelCapacity *ret);
 
 /* Sum what SCHED_DEADLINE threads hold that the tree does not know (a thread is known when the tree
  * has a reservation for its tid with the same start time). Returns 0 with the bandwidth and number
@@ -42,7 +51,10 @@ int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threa
 /* Parse the text of /sys/kernel/debug/sched/debug (buf, len; need not be NUL-terminated): the
  * dl_bw->total_bw that every CPU shows for its root domain. Returns 0 and the value when every CPU
  * shows the same one (one root domain); -EDOM when they differ (several root domains: the reserve
- * cannot be told apart), -ENODATA when there is none, -EBADMSG for a value that is not a number. */
+ * cannot be told apart), -ENODATA when there is none, -EBADMSG for a value that is not a number,
+ * -ERANGE for a value below zero: the kernel's count has wrapped (it subtracted more than it
+ * added, see design.md "What the kernel does") and it refuses every deadline admission until a
+ * CPU hotplug or cpuset change recounts. */
 int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret);
 
 /* Read dl_bw->total_bw from /sys/kernel/debug/sched/debug. Returns 0 and the value, or negative

@@ -31,6 +31,9 @@ extern const char edfd_default_config[];
 /* How long an EBUSY from the kernel is retried when the books say the request fits: bandwidth of
  * an exited or demoted task comes back at its 0-lag time, within its period. */
 #define EBUSY_RETRY_NSEC (100 * NSEC_PER_MSEC)
+/* See Manager.recount_unsafe_until_ns: past a 0-lag time by this much, and read at least this often. */
+#define RECOUNT_SLACK_NSEC (10 * NSEC_PER_MSEC)
+#define RT_REREAD_MAX_NSEC (30 * NSEC_PER_SEC)
 
 _printf_(3, 4) static int op_fail(OpError *e, OpFailure kind, const char *fmt, ...) {
         va_list ap;
@@ -158,12 +161,14 @@ static void send_status(Manager *m) {
         size_t n_groups = m->tree->n_groups - 1;
 
         sd_notifyf(false,
-                   "STATUS=%zu reservations in %zu groups, %s of %s allocated%s%s; events %" PRIu64 " seen, %" PRIu64
+                   "STATUS=%zu reservations in %zu groups, %s of %s allocated%s%s%s; events %" PRIu64 " seen, %" PRIu64
                    " lost, %" PRIu64 " resyncs, %" PRIu64 " unseen children",
                    m->tree->n_reservations, n_groups, bw_format(m->tree->root->allocated, a),
                    bw_format(m->tree->root->bw, b),
                    tree_overcommitted(m->tree) ? " (OVERCOMMITTED: admissions refused)" : "",
-                   m->kcap.admission_off ? " (kernel admission OFF)" : "", m->events_seen,
+                   m->kcap.admission_off ? " (kernel admission OFF)" : "",
+                   m->count_negative ? " (the kernel's deadline count is below zero: it refuses every admission)" : "",
+                   m->events_seen,
                    m->events_lost, m->resyncs, m->unseen_children);
 }
 
@@ -746,6 +751,17 @@ static bool donor_give_back(Manager *m, const ReleaseEffect *e, uint64_t child_i
 
 /* Release from the books (the thread was already put back, or is gone), give runtime back to the
  * donor where the rule says so, record and signal. */
+/* A deadline thread of edfd's ended (or may have, unseen): the kernel may hold its bandwidth until
+ * its 0-lag time, at most a period away, and a recount before then would count too little. */
+static void recount_unsafe_for(Manager *m, uint64_t period_ns) {
+        uint64_t until;
+
+        if (__builtin_add_overflow(now_ns(), period_ns, &until) ||
+            __builtin_add_overflow(until, RECOUNT_SLACK_NSEC, &until))
+                until = UINT64_MAX;
+        m->recount_unsafe_until_ns = MAX(m->recount_unsafe_until_ns, until);
+}
+
 static void release_books(Manager *m, Reservation *res, const char *reason) {
         uint64_t id = res->id;
         uint32_t pid = res->pid, tid = res->tid;
@@ -754,6 +770,7 @@ static void release_books(Manager *m, Reservation *res, const char *reason) {
         int r;
 
         snprintf(group, sizeof group, "%s", res->group->path);
+        recount_unsafe_for(m, res->params.period);
         reservation_release(m->tree, res, &e);
         target_drop(m, id);
         r = state_write_release(m->state, id);
@@ -1105,6 +1122,7 @@ int manager_reload(Manager *m, OpError *error) {
                 sd_notify(false, "READY=1");
                 return op_fail(error, OP_INVALID_CONFIG, "%s", errors ? errors : strerror(-r));
         }
+        m->rt_read_ns = 0; /* asked for: read the sysctls now */
         (void) kcap_read(m, &m->kcap);
         /* Has the kernel's capacity fallen below what is allocated? Then the new tree may be short too. */
         capacity_short = m->tree->root->allocated > root_capacity(m);
@@ -1176,6 +1194,29 @@ fail:
 
 /* --- kernel truth --- */
 
+static int on_recount_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+/* capacity_read(), or capacity_read_reusing() the sysctls read last while a recount would miscount;
+ * then a timer reads them once it would not. */
+static int kcap_read_raw(Manager *m, KernelCapacity *ret) {
+        uint64_t now = now_ns();
+        int r;
+
+        if (m->rt_read_ns == 0 || now >= m->recount_unsafe_until_ns || now - m->rt_read_ns >= RT_REREAD_MAX_NSEC) {
+                r = capacity_read(ret);
+                if (r == 0)
+                        m->rt_read_ns = now;
+                return r;
+        }
+        if (m->event && !m->recount_timer) {
+                uint64_t when = MIN(m->recount_unsafe_until_ns, m->rt_read_ns + RT_REREAD_MAX_NSEC) / 1000;
+                r = sd_event_add_time(m->event, &m->recount_timer, CLOCK_MONOTONIC, when, 0, on_recount_timer, m);
+                if (r < 0)
+                        log_debug("Cannot arm the timer to read the kernel's capacity later: %s", strerror(-r));
+        }
+        return capacity_read_reusing(&m->kcap, ret);
+}
+
 /* capacity_read(), with the fair servers' reserve measured lately in place of the one the kernel
  * version implies. */
 static int kcap_read(Manager *m, KernelCapacity *ret) {
@@ -1183,7 +1224,7 @@ static int kcap_read(Manager *m, KernelCapacity *ret) {
         uint64_t fair = UINT64_MAX;
         int r;
 
-        r = capacity_read(&kc);
+        r = kcap_read_raw(m, &kc);
         if (r < 0)
                 return r;
         for (unsigned i = 0; i < m->n_fair_samples; i++)
@@ -1227,11 +1268,25 @@ static void fair_server_sample(Manager *m, bool have_before, uint64_t before, ui
 static void capacity_refresh(Manager *m) {
         uint64_t unmanaged = 0, all_dl = 0, cap, total_before = 0;
         bool have_total;
+        int r;
         unsigned n = 0;
         KernelCapacity kc;
         char a[DURATION_MAX], b[DURATION_MAX];
 
-        have_total = capacity_read_total_bw(&total_before) == 0;
+        r = capacity_read_total_bw(&total_before);
+        have_total = r == 0;
+        if (r == -ERANGE && !m->count_negative)
+                log_error("The kernel's count of deadline bandwidth (dl_bw->total_bw in debugfs) is below zero: it "
+                          "subtracted more than it added, and refuses every SCHED_DEADLINE change that needs "
+                          "bandwidth (edfd answers KernelRefused) until it recounts, which edfd has it do as soon as "
+                          "none of its deadline threads is ending (reading sched_rt_runtime_us; see design.md, "
+                          "\"What the kernel does\")");
+        else if (r != -ERANGE && m->count_negative)
+                log_notice("The kernel's count of deadline bandwidth is above zero again");
+        if ((r == -ERANGE) != m->count_negative) {
+                m->count_negative = r == -ERANGE;
+                notify_status(m);
+        }
         if (capacity_scan_unmanaged(m->tree, &unmanaged, &n, &all_dl) == 0) {
                 if (n != m->unmanaged_threads)
                         log_info("%u deadline threads not managed by edfd hold %s", n, bw_format(unmanaged, a));
@@ -1551,9 +1606,21 @@ static int on_procmon(sd_event_source *s, int fd, uint32_t revents, void *userda
                 }
         }
         if (overflow) {
+                /* Children of any of them may have ended unseen, with the parent's period. */
+                for (Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res))
+                        recount_unsafe_for(m, res->params.period);
                 count_unseen_children(m, m->last_look_ticks);
                 manager_resync(m, "events lost");
         }
+        return 0;
+}
+
+static int on_recount_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        (void) usec;
+        m->recount_timer = sd_event_source_disable_unref(s);
+        capacity_refresh(m);
         return 0;
 }
 
@@ -1736,6 +1803,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
         }
 
         r = capacity_read(&m->kcap);
+        m->rt_read_ns = now_ns();
         if (r < 0) {
                 log_error("Cannot read the kernel's deadline capacity: %s", strerror(-r));
                 manager_free(m);
@@ -1893,6 +1961,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_unref(m->sighup);
         sd_event_source_unref(m->procmon_source);
         sd_event_source_unref(m->resync_timer);
+        sd_event_source_disable_unref(m->recount_timer);
         sd_event_source_unref(m->status_timer);
         sd_event_source_unref(m->return_timer);
         while (m->pending_returns) {

@@ -72,6 +72,13 @@ typedef struct Manager {
         uint64_t fair_samples[3];  /* the fair servers' reserve as last measured, newest first */
         unsigned n_fair_samples;
         bool fair_reported;
+        bool count_negative;       /* debugfs shows the kernel's deadline count below zero */
+        /* Reading sched_rt_{runtime,period}_us makes the kernel recount its deadline bandwidth (see
+         * capacity.h), which miscounts while an ended deadline task waits for its 0-lag time: the
+         * sysctls are read again only once none of edfd's can be waiting (CLOCK_MONOTONIC ns), or
+         * after RT_REREAD_MAX_NSEC regardless. */
+        uint64_t recount_unsafe_until_ns, rt_read_ns;
+        sd_event_source *recount_timer;
         uint64_t overcommit_logged_ns; /* CLOCK_MONOTONIC of the last overcommit error, 0 for none */
 
         Hashmap targets;           /* reservation id -> SchedTarget * */

@@ -327,8 +327,10 @@ uint64_t harness_dl_bw_on_machine(void);
  * /sys/kernel/debug/sched/debug (read with debugfs mounted in a private mount namespace, so the
  * machine's mounts stay as they are). 0 when the kernel counts all of it (or more: bandwidth of a
  * thread that just left SCHED_DEADLINE is counted until its 0-lag time). This 6.18 kernel was seen
- * to count 2% of a CPU less for minutes and, once, to go below zero: a kernel that counts less
- * admits more, whatever edfd computes. Returns 0 or a negative errno (-ENOENT: no debugfs). */
+ * to count 2% of a CPU less for minutes and, once, to go below zero: a recount (which reading
+ * sched_rt_runtime_us triggers) that raced an ending deadline task (design.md, "What the kernel
+ * does"). A kernel that counts less admits more, whatever edfd computes. Returns 0 or a negative
+ * errno (-ENOENT: no debugfs). */
 int harness_kernel_shortfall(uint64_t *ret);
 
 /* /proc/sys/kernel/sched_deadline_period_{min,max}_us in ns. */

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -315,5 +317,105 @@ Test(capacity, fair_servers_measured_in_debugfs) {
                         cr_log_info("the kernel's count is short by %llu: measured %s, implied %s",
                                     (unsigned long long) shortfall, measured, implied);
         }
+        harness_stop(h);
+}
+
+static uint64_t mono_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000u + (uint64_t) ts.tv_nsec;
+}
+
+/* Waits on fd, then uses spin_ns of its own CPU time and exits. */
+static _Noreturn void spin_then_exit(int fd, uint64_t spin_ns) {
+        struct timespec t0, t;
+        char c;
+
+        (void) !read(fd, &c, 1);
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+        do
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+        while ((uint64_t) ((t.tv_sec - t0.tv_sec) * 1000000000LL + (t.tv_nsec - t0.tv_nsec)) < spin_ns);
+        _exit(0);
+}
+
+/* On 6.18 reading sched_rt_runtime_us (not only writing it) makes the kernel rebuild its scheduling
+ * domains and recount its deadline bandwidth from the tasks alive. A deadline task that has ended
+ * still holds its bandwidth until its 0-lag time; a recount before then leaves it out, and its 0-lag
+ * timer then subtracts its share once more: the kernel counts less than exists (below zero after a
+ * storm), admitting more than its pool. edfd reads that sysctl at its periodic look: it must not
+ * while one of its deadline threads has ended and waits for its 0-lag time, and it reads it (and
+ * has the kernel recount) once none can be.
+ *
+ * A thread admitted with 600 ms per 4 s uses 560 ms and exits just before edfd's periodic look:
+ * its 0-lag time is ~3 s after its exit, so the look falls in between. Once it has passed, the
+ * kernel must count all the bandwidth that exists. */
+Test(capacity, no_recount_while_a_deadline_thread_ends, .timeout = 120) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        const uint64_t runtime = 600 * MS, period = 4000 * MS, spin = 560 * MS;
+        uint64_t shortfall = 0, resyncs, id;
+        bool exercised = false;
+        Harness *h;
+        int r;
+
+        harness_require();
+        r = harness_kernel_shortfall(&shortfall);
+        if (r < 0)
+                cr_skip_test("the kernel's own count (debugfs) cannot be read: %s", strerror(-r));
+        if (period > harness_period_max())
+                cr_skip_test("sched_deadline_period_max_us is below 4 s");
+        cr_assert_eq(harness_start(&h, config, NULL), 0);
+
+        for (int attempt = 0; attempt < 3 && !exercised; attempt++) {
+                uint64_t t_look, t_exit, after;
+                int fds[2];
+                pid_t p;
+
+                cr_assert_eq(harness_kernel_shortfall(&shortfall), 0);
+                if (shortfall != 0)
+                        cr_skip_test("the kernel already counts %" PRIu64 " less than exists", shortfall);
+
+                cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+                p = fork();
+                cr_assert_geq(p, 0);
+                if (p == 0) {
+                        close(fds[1]);
+                        spin_then_exit(fds[0], spin);
+                }
+                close(fds[0]);
+                sd_bus_error_free(&e);
+                r = harness_admit(h, &e, (uint64_t) p, 0, "a", runtime, period, period, 0, &id);
+                assert_bus_ok(r, &e, "Admit(600ms/4s into a)");
+
+                /* edfd's periodic look: every 10 s from the last one. */
+                resyncs = get_u64(h, "Resyncs");
+                for (unsigned i = 0; i < 1200 && get_u64(h, "Resyncs") == resyncs; i++)
+                        harness_usleep(10 * 1000);
+                t_look = mono_ns() + 10000 * MS;
+                resyncs = get_u64(h, "Resyncs");
+                while (mono_ns() < t_look - 800 * MS)
+                        harness_usleep(10 * 1000);
+                (void) !write(fds[1], "x", 1);
+                close(fds[1]);
+                cr_assert_eq(waitpid(p, NULL, 0), p);
+                t_exit = mono_ns();
+
+                /* Past its 0-lag time (within a period of its exit), before the look after next. */
+                while (mono_ns() < t_exit + period + 200 * MS)
+                        harness_usleep(10 * 1000);
+                after = get_u64(h, "Resyncs");
+                exercised = t_exit < t_look && after > resyncs;
+                cr_assert_eq(harness_kernel_shortfall(&shortfall), 0);
+                cr_expect_eq(shortfall, 0,
+                             "the kernel counts %" PRIu64 " (%.1f%% of a CPU) less deadline bandwidth than exists after a "
+                             "thread of 600ms/4s ended %.2f s before edfd's periodic look",
+                             shortfall, 100.0 * (double) shortfall / (double) HARNESS_BW_UNIT,
+                             (double) ((int64_t) t_look - (int64_t) t_exit) / 1e9);
+                if (!exercised)
+                        cr_log_info("attempt %d: the thread ended after the look, or no look came: again", attempt + 1);
+        }
+        if (!exercised)
+                cr_skip_test("in 3 attempts the thread never ended just before edfd's periodic look (machine too slow)");
         harness_stop(h);
 }
