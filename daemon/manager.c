@@ -31,9 +31,10 @@ extern const char edfd_default_config[];
 /* How long an EBUSY from the kernel is retried when the books say the request fits: bandwidth of
  * an exited or demoted task comes back at its 0-lag time, within its period. */
 #define EBUSY_RETRY_NSEC (100 * NSEC_PER_MSEC)
-/* See Manager.recount_unsafe_until_ns: past a 0-lag time by this much, and read at least this often. */
-#define RECOUNT_SLACK_NSEC (10 * NSEC_PER_MSEC)
-#define RT_REREAD_MAX_NSEC (30 * NSEC_PER_SEC)
+/* See Manager.recount_unsafe_until_ns: past a 0-lag time by this much (also covers exit events not
+ * read yet), and read at least this often. */
+#define RECOUNT_SLACK_NSEC (100 * NSEC_PER_MSEC)
+#define RT_REREAD_MAX_NSEC (300 * NSEC_PER_SEC)
 
 _printf_(3, 4) static int op_fail(OpError *e, OpFailure kind, const char *fmt, ...) {
         va_list ap;
@@ -1203,6 +1204,8 @@ static int kcap_read_raw(Manager *m, KernelCapacity *ret) {
         int r;
 
         if (m->rt_read_ns == 0 || now >= m->recount_unsafe_until_ns || now - m->rt_read_ns >= RT_REREAD_MAX_NSEC) {
+                /* (Has the kernel recount its deadline bandwidth: see capacity.h.) */
+                log_debug("Reading sched_rt_runtime_us and sched_rt_period_us");
                 r = capacity_read(ret);
                 if (r == 0)
                         m->rt_read_ns = now;
@@ -1553,6 +1556,9 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
                         return;
                 }
         }
+        /* A child raised in a storm may end before its exit event is read: whatever ends meanwhile
+         * is covered from here (see Manager.recount_unsafe_until_ns). */
+        recount_unsafe_for(m, child->params.period);
         r = apply_with_retry(&t, &child->params, child->flags);
         if (r < 0) {
                 uint64_t cid = child->id;
