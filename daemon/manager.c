@@ -752,6 +752,45 @@ static bool donor_give_back(Manager *m, const ReleaseEffect *e, uint64_t child_i
 
 /* Release from the books (the thread was already put back, or is gone), give runtime back to the
  * donor where the rule says so, record and signal. */
+static void capacity_refresh(Manager *m);
+
+/* Once none of edfd's ended deadline threads can be waiting for its 0-lag time: the capacity is
+ * read, which has the kernel recount (see capacity.h), and so give back what it kept for children
+ * raised after they had ended. Until then the timer only moves on. */
+static int on_recount_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void recount_arm(Manager *m) {
+        int r;
+
+        if (!m->event || m->recount_timer)
+                return;
+        r = sd_event_add_time(m->event, &m->recount_timer, CLOCK_MONOTONIC, m->recount_unsafe_until_ns / 1000, 0,
+                              on_recount_timer, m);
+        if (r < 0)
+                log_debug("Cannot arm the timer to read the kernel's capacity later: %s", strerror(-r));
+}
+
+static int on_recount_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        KernelCapacity kc;
+
+        (void) usec;
+        m->recount_timer = sd_event_source_disable_unref(s);
+        if (now_ns() < m->recount_unsafe_until_ns) {
+                recount_arm(m);
+                return 0;
+        }
+        /* Only the read: the rest of a capacity refresh (the scan for unmanaged threads) waits for
+         * the periodic look, unless the sysctls changed meanwhile. */
+        log_debug("No deadline thread of edfd's is ending: reading the capacity (the kernel recounts)");
+        if (capacity_read(&kc) < 0)
+                return 0;
+        m->rt_read_ns = now_ns();
+        if (kc.rt_runtime_us != m->kcap.rt_runtime_us || kc.rt_period_us != m->kcap.rt_period_us)
+                capacity_refresh(m);
+        return 0;
+}
+
 /* A deadline thread of edfd's ended (or may have, unseen): the kernel may hold its bandwidth until
  * its 0-lag time, at most a period away, and a recount before then would count too little. */
 static void recount_unsafe_for(Manager *m, uint64_t period_ns) {
@@ -761,6 +800,7 @@ static void recount_unsafe_for(Manager *m, uint64_t period_ns) {
             __builtin_add_overflow(until, RECOUNT_SLACK_NSEC, &until))
                 until = UINT64_MAX;
         m->recount_unsafe_until_ns = MAX(m->recount_unsafe_until_ns, until);
+        recount_arm(m);
 }
 
 static void release_books(Manager *m, Reservation *res, const char *reason) {
@@ -771,7 +811,8 @@ static void release_books(Manager *m, Reservation *res, const char *reason) {
         int r;
 
         snprintf(group, sizeof group, "%s", res->group->path);
-        recount_unsafe_for(m, res->params.period);
+        if (strcmp(reason, "requested") != 0) /* else manager_release() parked it: nothing is left to come back */
+                recount_unsafe_for(m, res->params.period);
         reservation_release(m->tree, res, &e);
         target_drop(m, id);
         r = state_write_release(m->state, id);
@@ -804,13 +845,16 @@ int manager_release(Manager *m, const Caller *c, Reservation *res, const char *r
                                 return kernel_failure(error, r, "release");
                         return -1;
                 }
+                if (r < 0)
+                        recount_unsafe_for(m, res->params.period); /* ended: see release_books() */
                 if (r == 0) {
                         /* Alive and released: its pin is kept for an Admit of the same thread. */
                         t = hashmap_remove(&m->targets, res->id);
                         sched_pin_cache_put(&m->pins, t);
                         free(t);
                 }
-        }
+        } else
+                recount_unsafe_for(m, res->params.period); /* no pin: it may have ended */
         release_books(m, res, reason);
         return 0;
 }
@@ -1195,8 +1239,6 @@ fail:
 
 /* --- kernel truth --- */
 
-static int on_recount_timer(sd_event_source *s, uint64_t usec, void *userdata);
-
 /* capacity_read(), or capacity_read_reusing() the sysctls read last while a recount would miscount;
  * then a timer reads them once it would not. */
 static int kcap_read_raw(Manager *m, KernelCapacity *ret) {
@@ -1211,12 +1253,7 @@ static int kcap_read_raw(Manager *m, KernelCapacity *ret) {
                         m->rt_read_ns = now;
                 return r;
         }
-        if (m->event && !m->recount_timer) {
-                uint64_t when = MIN(m->recount_unsafe_until_ns, m->rt_read_ns + RT_REREAD_MAX_NSEC) / 1000;
-                r = sd_event_add_time(m->event, &m->recount_timer, CLOCK_MONOTONIC, when, 0, on_recount_timer, m);
-                if (r < 0)
-                        log_debug("Cannot arm the timer to read the kernel's capacity later: %s", strerror(-r));
-        }
+        recount_arm(m);
         return capacity_read_reusing(&m->kcap, ret);
 }
 
@@ -1618,15 +1655,6 @@ static int on_procmon(sd_event_source *s, int fd, uint32_t revents, void *userda
                 count_unseen_children(m, m->last_look_ticks);
                 manager_resync(m, "events lost");
         }
-        return 0;
-}
-
-static int on_recount_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-        Manager *m = userdata;
-
-        (void) usec;
-        m->recount_timer = sd_event_source_disable_unref(s);
-        capacity_refresh(m);
         return 0;
 }
 

@@ -578,7 +578,7 @@ static _Noreturn void total_bw_child(int fd) {
         _exit(3);
 }
 
-static int kernel_total_bw(long long *ret) {
+int harness_kernel_total_bw(long long *ret) {
         int fds[2], status;
         ssize_t n;
         pid_t pid;
@@ -658,7 +658,7 @@ int harness_kernel_shortfall(uint64_t *ret) {
         int r;
 
         exists = harness_fair_servers() + harness_dl_bw_on_machine();
-        r = kernel_total_bw(&total);
+        r = harness_kernel_total_bw(&total);
         if (r < 0)
                 return r;
         if (total < 0)

@@ -333,6 +333,9 @@ uint64_t harness_dl_bw_on_machine(void);
  * errno (-ENOENT: no debugfs). */
 int harness_kernel_shortfall(uint64_t *ret);
 
+/* The root domain's dl_bw->total_bw itself, as above (signed, as the kernel prints it). */
+int harness_kernel_total_bw(long long *ret);
+
 /* /proc/sys/kernel/sched_deadline_period_{min,max}_us in ns. */
 uint64_t harness_period_min(void);
 uint64_t harness_period_max(void);

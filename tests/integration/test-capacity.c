@@ -419,3 +419,67 @@ Test(capacity, no_recount_while_a_deadline_thread_ends, .timeout = 120) {
                 cr_skip_test("in 3 attempts the thread never ended just before edfd's periodic look (machine too slow)");
         harness_stop(h);
 }
+
+/* The kernel keeps for good the bandwidth of a process made SCHED_DEADLINE after it had ended and
+ * reaped before it could be taken back (a storm's child can be raised that way), until it recounts.
+ * edfd has it recount once its deadline threads that ended are past their 0-lag times: here a
+ * zombie raised by the test itself (10%) is given back shortly after a thread admitted through
+ * edfd exits, not only at edfd's periodic look 10 s later. */
+Test(capacity, recount_once_deadline_threads_have_ended, .timeout = 60) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        long long base = 0, leaked = 0, now = 0;
+        uint64_t shortfall, resyncs, t0;
+        HarnessChild *c;
+        Harness *h;
+        pid_t z;
+        int r;
+
+        harness_require();
+        r = harness_kernel_shortfall(&shortfall);
+        if (r < 0)
+                cr_skip_test("the kernel's own count (debugfs) cannot be read: %s", strerror(-r));
+        cr_assert_eq(harness_start(&h, config, NULL), 0);
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        sd_bus_error_free(&e);
+        r = harness_admit(h, &e, (uint64_t) c->pid, 0, "a", 5 * MS, P100, P100, 0, NULL);
+        assert_bus_ok(r, &e, "Admit(5ms/100ms into a)");
+
+        /* Right after a periodic look, so that the next one is 10 s away. */
+        resyncs = get_u64(h, "Resyncs");
+        for (unsigned i = 0; i < 1200 && get_u64(h, "Resyncs") == resyncs; i++)
+                harness_usleep(10 * 1000);
+        t0 = mono_ns();
+        cr_assert_eq(harness_kernel_total_bw(&base), 0);
+
+        /* The leak, made by hand: a zombie raised to 10%, then reaped. */
+        z = fork();
+        cr_assert_geq(z, 0);
+        if (z == 0)
+                _exit(0);
+        cr_assert_eq(waitid(P_PID, z, NULL, WEXITED | WNOWAIT), 0);
+        HarnessSchedAttr a = { .sched_policy = SCHED_DEADLINE, .sched_runtime = 10 * MS, .sched_deadline = P100,
+                               .sched_period = P100 };
+        r = harness_sched_setattr(z, &a);
+        cr_assert_eq(waitpid(z, NULL, 0), z);
+        if (r < 0)
+                cr_skip_test("this kernel refuses SCHED_DEADLINE for a zombie: %s", strerror(-r));
+        cr_assert_eq(harness_kernel_total_bw(&leaked), 0);
+        if (leaked - base < (long long) harness_bw(9 * MS, P100))
+                cr_skip_test("this kernel does not keep a raised zombie's bandwidth (%lld before, %lld after)", base,
+                             leaked);
+
+        /* The admitted thread ends: within a period and edfd's slack, the kernel recounts. */
+        harness_child_kill(c);
+        for (unsigned i = 0; i < 300; i++) {
+                cr_assert_eq(harness_kernel_total_bw(&now), 0);
+                if (now <= base - (long long) harness_bw(5 * MS, P100) + (long long) harness_bw(1 * MS, P100))
+                        break;
+                harness_usleep(10 * 1000);
+        }
+        cr_expect_leq(now, base - (long long) harness_bw(5 * MS, P100) + (long long) harness_bw(1 * MS, P100),
+                      "the kernel still counts %lld (%lld before the leak of %lld, and the admitted 5%% ended) %.1f s "
+                      "after edfd's periodic look: no recount",
+                      now, base, leaked - base, (double) (mono_ns() - t0) / 1e9);
+        cr_expect_lt(mono_ns() - t0, 9000 * MS, "the recount came only with the periodic look");
+        harness_stop(h);
+}
