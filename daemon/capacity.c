@@ -170,11 +170,12 @@ int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threa
         return 0;
 }
 
-#define TOTAL_BW_KEY ".dl_bw->total_bw"
-
-int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret) {
+/* The value of key (".dl_bw->total_bw") on every CPU's line of /sys/kernel/debug/sched/debug:
+ * magnitude and sign. Every CPU must show the same (-EDOM: several root domains). */
+static int parse_field(const char *buf, size_t len, const char *key, bool *ret_negative, uint64_t *ret) {
         const char *p = buf, *end = buf + len;
-        bool found = false;
+        size_t klen = strlen(key);
+        bool found = false, negative = false;
         uint64_t value = 0;
 
         while (p < end) {
@@ -183,9 +184,9 @@ int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret) {
 
                 while (q < eol && (*q == ' ' || *q == '\t'))
                         q++;
-                if ((size_t) (eol - q) >= strlen(TOTAL_BW_KEY) && memcmp(q, TOTAL_BW_KEY, strlen(TOTAL_BW_KEY)) == 0 &&
-                    (q + strlen(TOTAL_BW_KEY) == eol || strchr(" \t:", q[strlen(TOTAL_BW_KEY)]))) {
-                        q += strlen(TOTAL_BW_KEY);
+                if ((size_t) (eol - q) >= klen && memcmp(q, key, klen) == 0 &&
+                    (q + klen == eol || strchr(" \t:", q[klen]))) {
+                        q += klen;
                         while (q < eol && (*q == ' ' || *q == '\t'))
                                 q++;
                         if (q >= eol || *q != ':')
@@ -193,10 +194,9 @@ int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret) {
                         q++;
                         while (q < eol && (*q == ' ' || *q == '\t'))
                                 q++;
-                        /* The kernel prints its unsigned count signed: below zero it has
-                         * wrapped, and refuses every admission until it recounts. */
-                        bool negative = q < eol && *q == '-';
-                        if (negative)
+                        /* The kernel prints its unsigned fields signed. */
+                        bool neg = q < eol && *q == '-';
+                        if (neg)
                                 q++;
                         if (q >= eol || *q < '0' || *q > '9')
                                 return -EBADMSG;
@@ -207,22 +207,50 @@ int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret) {
                                 q++;
                         if (q != eol)
                                 return -EBADMSG;
-                        if (negative && v != 0)
-                                return -ERANGE;
-                        if (found && v != value)
+                        neg = neg && v != 0;
+                        if (found && (v != value || neg != negative))
                                 return -EDOM;
                         found = true;
                         value = v;
+                        negative = neg;
                 }
                 p = eol + 1;
         }
         if (!found)
                 return -ENODATA;
+        *ret_negative = negative;
         *ret = value;
         return 0;
 }
 
-int capacity_read_total_bw(uint64_t *ret) {
+int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret) {
+        bool negative;
+        uint64_t v;
+        int r = parse_field(buf, len, ".dl_bw->total_bw", &negative, &v);
+
+        if (r < 0)
+                return r;
+        if (negative)
+                return -ERANGE; /* wrapped: the kernel refuses every admission until it recounts */
+        *ret = v;
+        return 0;
+}
+
+int capacity_parse_dl_bw(const char *buf, size_t len, int64_t *ret) {
+        bool negative;
+        uint64_t v;
+        int r = parse_field(buf, len, ".dl_bw->bw", &negative, &v);
+
+        if (r < 0)
+                return r;
+        if (negative ? v != 1 : v > (uint64_t) INT64_MAX)
+                return -EBADMSG; /* -1 (admission off) is the only negative value */
+        *ret = negative ? -1 : (int64_t) v;
+        return 0;
+}
+
+/* The whole of /sys/kernel/debug/sched/debug into *ret (to be freed), its length in *ret_n. */
+static int read_sched_debug(char **ret, size_t *ret_n) {
         /* A few hundred bytes per CPU; read it all (the file is generated at each read). */
         FILE *f = fopen("/sys/kernel/debug/sched/debug", "re");
         _cleanup_free_ char *buf = NULL;
@@ -256,5 +284,24 @@ int capacity_read_total_bw(uint64_t *ret) {
         fclose(f);
         if (r < 0)
                 return r;
-        return capacity_parse_total_bw(buf, n, ret);
+        *ret = buf;
+        buf = NULL;
+        *ret_n = n;
+        return 0;
+}
+
+int capacity_read_total_bw(uint64_t *ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        int r = read_sched_debug(&buf, &n);
+
+        return r < 0 ? r : capacity_parse_total_bw(buf, n, ret);
+}
+
+int capacity_read_dl_bw(int64_t *ret) {
+        _cleanup_free_ char *buf = NULL;
+        size_t n;
+        int r = read_sched_debug(&buf, &n);
+
+        return r < 0 ? r : capacity_parse_dl_bw(buf, n, ret);
 }

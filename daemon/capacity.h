@@ -57,6 +57,12 @@ int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threa
  * CPU hotplug or cpuset change recounts. */
 int capacity_parse_total_bw(const char *buf, size_t len, uint64_t *ret);
 
+/* The same for dl_bw->bw: what the kernel lets deadline tasks hold per CPU (to_ratio of
+ * sched_rt_period_us and sched_rt_runtime_us), -1 while its admission is off. Read without side
+ * effects, unlike the sysctls themselves (see capacity_read()). */
+int capacity_parse_dl_bw(const char *buf, size_t len, int64_t *ret);
+int capacity_read_dl_bw(int64_t *ret);
+
 /* Read dl_bw->total_bw from /sys/kernel/debug/sched/debug. Returns 0 and the value, or negative
  * errno (-ENOENT without debugfs, and the errors of capacity_parse_total_bw()). */
 int capacity_read_total_bw(uint64_t *ret);

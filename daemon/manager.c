@@ -754,6 +754,19 @@ static bool donor_give_back(Manager *m, const ReleaseEffect *e, uint64_t child_i
  * donor where the rule says so, record and signal. */
 static void capacity_refresh(Manager *m);
 
+/* capacity_read(), which has the kernel recount (see capacity.h); remembers when, and what debugfs
+ * showed as dl_bw->bw then (read without side effects: while it shows the same, the sysctls have
+ * not changed and need no reading). */
+static int rt_read(Manager *m, KernelCapacity *ret) {
+        int r = capacity_read(ret);
+
+        if (r < 0)
+                return r;
+        m->rt_read_ns = now_ns();
+        m->dl_bw_known = capacity_read_dl_bw(&m->dl_bw_at_read) == 0;
+        return 0;
+}
+
 /* Once none of edfd's ended deadline threads can be waiting for its 0-lag time: the capacity is
  * read, which has the kernel recount (see capacity.h), and so give back what it kept for children
  * raised after they had ended. Until then the timer only moves on. */
@@ -783,9 +796,8 @@ static int on_recount_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* Only the read: the rest of a capacity refresh (the scan for unmanaged threads) waits for
          * the periodic look, unless the sysctls changed meanwhile. */
         log_debug("No deadline thread of edfd's is ending: reading the capacity (the kernel recounts)");
-        if (capacity_read(&kc) < 0)
+        if (rt_read(m, &kc) < 0)
                 return 0;
-        m->rt_read_ns = now_ns();
         if (kc.rt_runtime_us != m->kcap.rt_runtime_us || kc.rt_period_us != m->kcap.rt_period_us)
                 capacity_refresh(m);
         return 0;
@@ -1243,15 +1255,15 @@ fail:
  * then a timer reads them once it would not. */
 static int kcap_read_raw(Manager *m, KernelCapacity *ret) {
         uint64_t now = now_ns();
-        int r;
+        int64_t dl_bw;
 
+        /* Where debugfs shows dl_bw->bw unchanged, so are the sysctls: no recount at all. */
+        if (m->rt_read_ns != 0 && m->dl_bw_known && capacity_read_dl_bw(&dl_bw) == 0 && dl_bw == m->dl_bw_at_read)
+                return capacity_read_reusing(&m->kcap, ret);
         if (m->rt_read_ns == 0 || now >= m->recount_unsafe_until_ns || now - m->rt_read_ns >= RT_REREAD_MAX_NSEC) {
                 /* (Has the kernel recount its deadline bandwidth: see capacity.h.) */
                 log_debug("Reading sched_rt_runtime_us and sched_rt_period_us");
-                r = capacity_read(ret);
-                if (r == 0)
-                        m->rt_read_ns = now;
-                return r;
+                return rt_read(m, ret);
         }
         recount_arm(m);
         return capacity_read_reusing(&m->kcap, ret);
@@ -1836,8 +1848,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 return log_oom();
         }
 
-        r = capacity_read(&m->kcap);
-        m->rt_read_ns = now_ns();
+        r = rt_read(m, &m->kcap);
         if (r < 0) {
                 log_error("Cannot read the kernel's deadline capacity: %s", strerror(-r));
                 manager_free(m);

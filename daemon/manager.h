@@ -78,6 +78,8 @@ typedef struct Manager {
          * sysctls are read again only once none of edfd's can be waiting (CLOCK_MONOTONIC ns), or
          * after RT_REREAD_MAX_NSEC regardless. */
         uint64_t recount_unsafe_until_ns, rt_read_ns;
+        int64_t dl_bw_at_read;     /* debugfs's dl_bw->bw at that read, if dl_bw_known */
+        bool dl_bw_known;
         sd_event_source *recount_timer;
         uint64_t overcommit_logged_ns; /* CLOCK_MONOTONIC of the last overcommit error, 0 for none */
 

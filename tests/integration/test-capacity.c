@@ -243,11 +243,23 @@ Test(capacity, lowered_below_allocation_evicts_nobody) {
         harness_stop(h);
 }
 
-Test(capacity, kernel_admission_off_is_reported) {
+/* In this test's own mount namespace, which edfd (its child) inherits: the machine's mounts stay
+ * as they are. */
+static void private_debugfs(void) {
+        if (access("/sys/kernel/debug/sched/debug", R_OK) == 0)
+                return;
+        if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+            mount("none", "/sys/kernel/debug", "debugfs", 0, NULL) < 0)
+                cr_skip_test("cannot mount debugfs in a private mount namespace: %s", strerror(errno));
+}
+
+static void admission_off_is_reported(bool debugfs) {
         Harness *h;
         uint64_t cap0;
 
         harness_require();
+        if (debugfs)
+                private_debugfs();
         cr_assert_eq(harness_start(&h, config, NULL), 0);
         cap0 = get_u64(h, "Capacity");
         cr_assert(get_bool(h, "KernelAdmission"));
@@ -264,6 +276,15 @@ Test(capacity, kernel_admission_off_is_reported) {
         harness_stop(h);
 }
 
+Test(capacity, kernel_admission_off_is_reported) {
+        admission_off_is_reported(false);
+}
+
+/* Where debugfs is readable edfd sees the change in dl_bw->bw, without reading the sysctls. */
+Test(capacity, kernel_admission_off_is_reported_through_debugfs) {
+        admission_off_is_reported(true);
+}
+
 /* Where debugfs shows the root domain's dl_bw->total_bw, edfd measures the fair servers' reserve
  * (total_bw less every deadline thread) instead of trusting what the kernel version implies. debugfs
  * is mounted in this test's own mount namespace (edfd, its child, inherits it): the machine's mounts
@@ -276,12 +297,7 @@ Test(capacity, fair_servers_measured_in_debugfs) {
         FILE *f;
 
         harness_require();
-        if (access("/sys/kernel/debug/sched/debug", R_OK) < 0) {
-                if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
-                        cr_skip_test("cannot make a private mount namespace: %s", strerror(errno));
-                if (mount("none", "/sys/kernel/debug", "debugfs", 0, NULL) < 0)
-                        cr_skip_test("cannot mount debugfs in a private mount namespace: %s", strerror(errno));
-        }
+        private_debugfs();
         if (access("/sys/kernel/debug/sched/debug", R_OK) < 0)
                 cr_skip_test("/sys/kernel/debug/sched/debug is not readable: %s", strerror(errno));
 
@@ -351,7 +367,7 @@ static _Noreturn void spin_then_exit(int fd, uint64_t spin_ns) {
  * A thread admitted with 600 ms per 4 s uses 560 ms and exits just before edfd's periodic look:
  * its 0-lag time is ~3 s after its exit, so the look falls in between. Once it has passed, the
  * kernel must count all the bandwidth that exists. */
-Test(capacity, no_recount_while_a_deadline_thread_ends, .timeout = 120) {
+static void ending_thread_at_look(bool admitted, bool debugfs) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         const uint64_t runtime = 600 * MS, period = 4000 * MS, spin = 560 * MS;
         uint64_t shortfall = 0, resyncs, id;
@@ -360,6 +376,8 @@ Test(capacity, no_recount_while_a_deadline_thread_ends, .timeout = 120) {
         int r;
 
         harness_require();
+        if (debugfs)
+                private_debugfs();
         r = harness_kernel_shortfall(&shortfall);
         if (r < 0)
                 cr_skip_test("the kernel's own count (debugfs) cannot be read: %s", strerror(-r));
@@ -384,9 +402,15 @@ Test(capacity, no_recount_while_a_deadline_thread_ends, .timeout = 120) {
                         spin_then_exit(fds[0], spin);
                 }
                 close(fds[0]);
-                sd_bus_error_free(&e);
-                r = harness_admit(h, &e, (uint64_t) p, 0, "a", runtime, period, period, 0, &id);
-                assert_bus_ok(r, &e, "Admit(600ms/4s into a)");
+                if (admitted) {
+                        sd_bus_error_free(&e);
+                        r = harness_admit(h, &e, (uint64_t) p, 0, "a", runtime, period, period, 0, &id);
+                        assert_bus_ok(r, &e, "Admit(600ms/4s into a)");
+                } else {
+                        HarnessSchedAttr a = { .sched_policy = SCHED_DEADLINE, .sched_runtime = runtime,
+                                               .sched_deadline = period, .sched_period = period };
+                        cr_assert_eq(harness_sched_setattr(p, &a), 0, "600ms/4s without edfd");
+                }
 
                 /* edfd's periodic look: every 10 s from the last one. */
                 resyncs = get_u64(h, "Resyncs");
@@ -409,8 +433,9 @@ Test(capacity, no_recount_while_a_deadline_thread_ends, .timeout = 120) {
                 cr_assert_eq(harness_kernel_shortfall(&shortfall), 0);
                 cr_expect_eq(shortfall, 0,
                              "the kernel counts %" PRIu64 " (%.1f%% of a CPU) less deadline bandwidth than exists after a "
-                             "thread of 600ms/4s ended %.2f s before edfd's periodic look",
+                             "thread of 600ms/4s (%s) ended %.2f s before edfd's periodic look",
                              shortfall, 100.0 * (double) shortfall / (double) HARNESS_BW_UNIT,
+                             admitted ? "admitted through edfd" : "not edfd's",
                              (double) ((int64_t) t_look - (int64_t) t_exit) / 1e9);
                 if (!exercised)
                         cr_log_info("attempt %d: the thread ended after the look, or no look came: again", attempt + 1);
@@ -418,6 +443,17 @@ Test(capacity, no_recount_while_a_deadline_thread_ends, .timeout = 120) {
         if (!exercised)
                 cr_skip_test("in 3 attempts the thread never ended just before edfd's periodic look (machine too slow)");
         harness_stop(h);
+}
+
+Test(capacity, no_recount_while_a_deadline_thread_ends, .timeout = 120) {
+        ending_thread_at_look(true, false);
+}
+
+/* A deadline thread edfd does not manage is not seen ending. Where debugfs is readable, edfd does
+ * not need to read the sysctls at its periodic look at all: dl_bw->bw shows whether they changed,
+ * without side effects. */
+Test(capacity, no_recount_where_debugfs_shows_no_change, .timeout = 120) {
+        ending_thread_at_look(false, true);
 }
 
 /* The kernel keeps for good the bandwidth of a process made SCHED_DEADLINE after it had ended and

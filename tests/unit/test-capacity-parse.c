@@ -72,3 +72,29 @@ Test(capacity_parse, length_is_the_end) {
         cr_expect_eq(v, 12);
         cr_expect_eq(capacity_parse_total_bw(text, 5, &v), -ENODATA);
 }
+
+/* capacity_parse_dl_bw(): dl_bw->bw, the share deadline tasks may hold per CPU; -1 while the
+ * kernel's admission is off. */
+Test(capacity_parse, dl_bw) {
+        static const struct {
+                const char *name, *text;
+                int r;
+                int64_t value;
+        } c[] = {
+                { "two CPUs", CPU(0, "104856") CPU(1, "104856"), 0, 996147 },
+                { "admission off", "  .dl_bw->bw : -1\n  .dl_bw->total_bw : 0\n", 0, -1 },
+                { "minus two", "  .dl_bw->bw : -2\n", -EBADMSG, 0 },
+                { "above INT64_MAX", "  .dl_bw->bw : 9223372036854775808\n", -EBADMSG, 0 },
+                { "two root domains", "  .dl_bw->bw : 996147\n  .dl_bw->bw : 524288\n", -EDOM, 0 },
+                { "only total_bw", "  .dl_bw->total_bw : 5\n", -ENODATA, 0 },
+                { "a longer key", "  .dl_bw->bwx : 5\n", -ENODATA, 0 },
+        };
+
+        for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+                int64_t v = 12345;
+                int r = capacity_parse_dl_bw(c[i].text, strlen(c[i].text), &v);
+
+                cr_expect_eq(r, c[i].r, "%s: returned %d, expected %d", c[i].name, r, c[i].r);
+                cr_expect_eq(v, c[i].r == 0 ? c[i].value : 12345, "%s: %lld", c[i].name, (long long) v);
+        }
+}
