@@ -750,8 +750,6 @@ static bool donor_give_back(Manager *m, const ReleaseEffect *e, uint64_t child_i
         return true;
 }
 
-/* Release from the books (the thread was already put back, or is gone), give runtime back to the
- * donor where the rule says so, record and signal. */
 static void capacity_refresh(Manager *m);
 
 /* capacity_read(), which has the kernel recount (see capacity.h); remembers when, and what debugfs
@@ -815,6 +813,8 @@ static void recount_unsafe_for(Manager *m, uint64_t period_ns) {
         recount_arm(m);
 }
 
+/* Release from the books (the thread was already put back, or is gone), give runtime back to the
+ * donor where the rule says so, record and signal. */
 static void release_books(Manager *m, Reservation *res, const char *reason) {
         uint64_t id = res->id;
         uint32_t pid = res->pid, tid = res->tid;
@@ -841,6 +841,7 @@ static void release_books(Manager *m, Reservation *res, const char *reason) {
 
 int manager_release(Manager *m, const Caller *c, Reservation *res, const char *reason, OpError *error) {
         SchedTarget *t;
+        bool parked = false;
         int r;
 
         if (c && !manager_may_touch(m, c, res))
@@ -857,16 +858,16 @@ int manager_release(Manager *m, const Caller *c, Reservation *res, const char *r
                                 return kernel_failure(error, r, "release");
                         return -1;
                 }
-                if (r < 0)
-                        recount_unsafe_for(m, res->params.period); /* ended: see release_books() */
-                if (r == 0) {
+                parked = r == 0;
+                if (parked) {
                         /* Alive and released: its pin is kept for an Admit of the same thread. */
                         t = hashmap_remove(&m->targets, res->id);
                         sched_pin_cache_put(&m->pins, t);
                         free(t);
                 }
-        } else
-                recount_unsafe_for(m, res->params.period); /* no pin: it may have ended */
+        }
+        if (!parked) /* it has ended, or may have (see release_books()) */
+                recount_unsafe_for(m, res->params.period);
         release_books(m, res, reason);
         return 0;
 }

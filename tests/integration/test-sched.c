@@ -209,13 +209,12 @@ Test(sched, flags_pass_through) {
         sched_target_done(&t);
 }
 
-Test(sched, zombie_fails_verify) {
-        SchedTarget t = SCHED_TARGET_NULL;
-        pid_t p;
+/* A child process that exits once *ret_release is closed. */
+static pid_t waiting_child(int *ret_release) {
         int fds[2];
+        pid_t p;
         char c;
 
-        need_root();
         cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
         p = fork();
         cr_assert_geq(p, 0);
@@ -225,8 +224,19 @@ Test(sched, zombie_fails_verify) {
                 _exit(0);
         }
         close(fds[0]);
+        *ret_release = fds[1];
+        return p;
+}
+
+Test(sched, zombie_fails_verify) {
+        SchedTarget t = SCHED_TARGET_NULL;
+        pid_t p;
+        int release;
+
+        need_root();
+        p = waiting_child(&release);
         cr_assert_eq(sched_target_pin(p, p, &t), 0);
-        close(fds[1]); /* the child exits and stays a zombie until reaped */
+        close(release); /* the child exits and stays a zombie until reaped */
         cr_assert_eq(waitid(P_PID, p, NULL, WEXITED | WNOWAIT), 0);
         cr_expect_eq(sched_target_verify(&t), -ESRCH, "a zombie is not a live thread");
         cr_assert_eq(waitpid(p, NULL, 0), p);
@@ -766,8 +776,7 @@ Test(sched, raise_of_a_zombie_leaves_no_bandwidth_behind) {
         uint64_t before, after;
         Probe probe = {};
         pid_t p;
-        int fds[2], r;
-        char c;
+        int release, r;
 
         need_root();
         probe_start(&probe);
@@ -775,18 +784,10 @@ Test(sched, raise_of_a_zombie_leaves_no_bandwidth_behind) {
         if (before < 30 * MS)
                 cr_skip_test("no deadline headroom left on this machine");
 
-        cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
-        p = fork();
-        cr_assert_geq(p, 0);
-        if (p == 0) {
-                close(fds[1]);
-                (void) read(fds[0], &c, 1);
-                _exit(0);
-        }
-        close(fds[0]);
+        p = waiting_child(&release);
         cr_assert_eq(sched_target_pin(p, p, &t), 0);
         cr_assert_eq(dl_set(p, had.runtime, had.period), 0);
-        close(fds[1]);
+        close(release);
         cr_assert_eq(waitid(P_PID, p, NULL, WEXITED | WNOWAIT), 0); /* a zombie now, that ended as a deadline task */
         usleep(2 * had.period / US); /* past its 0-lag time: the kernel has taken its bandwidth back */
 
