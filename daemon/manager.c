@@ -1867,7 +1867,8 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 manager_free(m);
                 return r;
         }
-        /* When edfd last wrote its state, in /proc's clock (ticks since boot). */
+        /* When edfd last wrote its state, in /proc's clock (ticks since boot): the journal's mtime,
+         * which state.c sets to within a second of its last record. */
         uint64_t down_since = boot_ticks();
         {
                 _cleanup_free_ char *path = NULL;
@@ -1875,7 +1876,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 long hz = sysconf(_SC_CLK_TCK);
                 time_t now = time(NULL);
                 if (asprintf(&path, "%s/state", m->state_dir) >= 0 && stat(path, &st) == 0 && now >= st.st_mtime) {
-                        uint64_t ago = (uint64_t) (now - st.st_mtime + 1) * (uint64_t) (hz > 0 ? hz : 100);
+                        uint64_t ago = (uint64_t) (now - st.st_mtime + 2) * (uint64_t) (hz > 0 ? hz : 100);
                         down_since = down_since > ago ? down_since - ago : 0;
                 }
         }

@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,12 +18,20 @@
 #define STATE_LINE_MAX 512
 #define STATE_HEADER "edfd-state"
 
+/* Room allocated and mapped ahead of the journal's end: one fallocate(2) and mremap(2) every 64 KiB
+ * (some 700 records), a page fault every 4 KiB. */
+#define JOURNAL_CHUNK ((size_t) 64 * 1024)
+
 struct State {
         char *dir;
         char *path;
         int lock_fd;
         int fd;
-        size_t n_lines; /* records in the journal since its last rewrite */
+        char *map;        /* the journal, mapped; NULL where it cannot be (then pwrite(2)) */
+        size_t map_size;  /* bytes mapped: the file's size while mapped */
+        size_t used;      /* bytes of records: where the next one goes */
+        time_t touched;   /* when the journal's mtime was last set (see append_line) */
+        size_t n_lines;   /* records in the journal since its last rewrite */
 };
 
 static uint32_t line_sum(const char *s, size_t n) {
@@ -34,11 +44,26 @@ static uint32_t line_sum(const char *s, size_t n) {
         return h;
 }
 
+/* Unmap and close the journal; with trim, cut the room allocated ahead off again: the file a clean
+ * stop leaves holds its records and nothing else. */
+static void journal_close(State *s, bool trim) {
+        if (s->map) {
+                (void) munmap(s->map, s->map_size);
+                if (trim)
+                        (void) ftruncate(s->fd, (off_t) s->used);
+                s->map = NULL;
+                s->map_size = 0;
+        }
+        if (s->fd >= 0)
+                close(s->fd);
+        s->fd = -1;
+        s->used = 0;
+}
+
 State *state_free(State *s) {
         if (!s)
                 return NULL;
-        if (s->fd >= 0)
-                close(s->fd);
+        journal_close(s, true);
         if (s->lock_fd >= 0)
                 close(s->lock_fd); /* releases the flock */
         free(s->dir);
@@ -64,28 +89,75 @@ static int mkdir_p(const char *dir) {
         return 0;
 }
 
+/* Make room for at least `need` more bytes after the journal's end: allocate it in the file (so that
+ * storing into the mapping can never fault for want of space: an ENOSPC comes here, as an error)
+ * and map it. */
+static int journal_grow(State *s, size_t need) {
+        size_t size;
+        void *p;
+
+        if (need > SIZE_MAX / 2 - s->used - JOURNAL_CHUNK)
+                return -E2BIG;
+        size = (s->used + need + JOURNAL_CHUNK) / JOURNAL_CHUNK * JOURNAL_CHUNK;
+        if (fallocate(s->fd, 0, (off_t) s->map_size, (off_t) (size - s->map_size)) < 0)
+                return -errno;
+        p = mremap(s->map, s->map_size, size, MREMAP_MAYMOVE);
+        if (p == MAP_FAILED)
+                return -errno;
+        s->map = p;
+        s->map_size = size;
+        return 0;
+}
+
+/* Map the journal open in s->fd, s->used bytes long, with room ahead. 0, or -EOPNOTSUPP where the
+ * file system cannot allocate ahead (then the journal is appended to with pwrite(2)). */
+static int journal_map(State *s) {
+        size_t size = (s->used + JOURNAL_CHUNK) / JOURNAL_CHUNK * JOURNAL_CHUNK;
+        void *p;
+
+        if (fallocate(s->fd, 0, (off_t) s->used, (off_t) (size - s->used)) < 0)
+                return -errno;
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
+        if (p == MAP_FAILED) {
+                int r = -errno;
+                (void) ftruncate(s->fd, (off_t) s->used);
+                return r;
+        }
+        s->map = p;
+        s->map_size = size;
+        return 0;
+}
+
 static int open_journal(State *s) {
-        int fd = open(s->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+        int fd = open(s->path, O_RDWR | O_CREAT | O_CLOEXEC, 0600), r;
         struct stat st;
 
         if (fd < 0)
                 return -errno;
         if (fstat(fd, &st) < 0) {
-                int r = -errno;
+                r = -errno;
                 close(fd);
                 return r;
         }
         if (st.st_size == 0) {
                 char hdr[64];
                 int n = snprintf(hdr, sizeof hdr, STATE_HEADER " %d next=1\n", STATE_VERSION);
-                if (write(fd, hdr, (size_t) n) != n) {
+                if (pwrite(fd, hdr, (size_t) n, 0) != n) {
                         close(fd);
                         return -EIO;
                 }
+                st.st_size = n;
         }
-        if (s->fd >= 0)
-                close(s->fd);
+        journal_close(s, false); /* after a rewrite: the old journal, renamed over */
         s->fd = fd;
+        s->used = (size_t) st.st_size;
+        /* Where the journal cannot be mapped (a file system without fallocate, say), it is written
+         * with pwrite(2): slower, the same file. */
+        if (journal_map(s) == 0)
+                /* Room left allocated by an edfd that was killed: state_load cuts it off before the
+                 * journal is opened, but never append after it in any case. */
+                while (s->used > 0 && s->map[s->used - 1] == '\0')
+                        s->used--;
         return 0;
 }
 
@@ -145,13 +217,35 @@ static int append_line(State *s, const char *body) {
                 line[n + 2 + (size_t) i] = "0123456789abcdef"[(sum >> (28 - 4 * i)) & 0xf];
         line[n + 10] = '\n';
         k = (int) (n + 11);
-        /* One write: O_APPEND makes it atomic against other appends; a crash can only tear it,
-         * which the checksum catches. /run is tmpfs, so no fsync (it would only cost time). */
-        ssize_t w = write(s->fd, line, (size_t) k);
-        if (w < 0)
-                return -errno;
-        if (w != k)
-                return -EIO;
+        if (!s->map) {
+                ssize_t w = pwrite(s->fd, line, (size_t) k, (off_t) s->used);
+                if (w < 0)
+                        return -errno;
+                if (w != k)
+                        return -EIO; /* a short line is a torn one: the next load cuts it off */
+        } else {
+                /* A store into the file's pages, no system call: this is on the path of every
+                 * admission and release. The newline goes last: a crash in the copy leaves a line
+                 * without one, which the loader recognises as torn, never a complete line with
+                 * bytes missing. /run is tmpfs: nothing to sync (on a disk, the kernel writes the
+                 * pages back as it would a write(2)'s). */
+                if ((size_t) k > s->map_size - s->used) {
+                        int r = journal_grow(s, (size_t) k);
+                        if (r < 0)
+                                return r;
+                }
+                memcpy(s->map + s->used, line, (size_t) k - 1);
+                atomic_signal_fence(memory_order_release);
+                *(volatile char *) (s->map + s->used + k - 1) = '\n';
+                /* Stores into a mapping do not change the file's mtime, which says when edfd last
+                 * wrote its state (manager.c reads it on a restart): set it, once a second. */
+                time_t now = time(NULL);
+                if (now != s->touched) {
+                        (void) futimens(s->fd, NULL);
+                        s->touched = now;
+                }
+        }
+        s->used += (size_t) k;
         s->n_lines++;
         return 0;
 }
@@ -515,10 +609,7 @@ static int move_aside(State *s, StateLoaded *ret, const char *reason, unsigned l
         ret->corrupt_path = dest;
         if (asprintf(&ret->corrupt_reason, "line %u: %s", lineno, reason) < 0)
                 ret->corrupt_reason = NULL;
-        if (s->fd >= 0) {
-                close(s->fd);
-                s->fd = -1;
-        }
+        journal_close(s, false); /* the kept file stays as it was */
         return open_journal(s);
 }
 
@@ -539,9 +630,11 @@ int state_load(State *s, StateLoaded *ret) {
         unsigned lineno = 0;
         off_t good = 0;
         const char *reason = NULL;
+        bool cut = false;
         FILE *f;
         int r = 0;
 
+        journal_close(s, true); /* never cut a file that is mapped */
         f = fopen(s->path, "re");
         if (!f) {
                 if (errno != ENOENT)
@@ -551,8 +644,17 @@ int state_load(State *s, StateLoaded *ret) {
         while ((len = getline(&line, &cap, f)) >= 0) {
                 lineno++;
                 if (len == 0 || line[len - 1] != '\n') {
-                        /* Torn by a crash during its write: the change was never answered. */
-                        out.torn_tail = true;
+                        /* The end: room allocated ahead (NUL bytes, left by an edfd that was killed),
+                         * after a line torn by a crash during its write, if any: a change that was
+                         * never answered. */
+                        for (ssize_t i = 0; i < len && !out.torn_tail; i++)
+                                out.torn_tail = line[i] != '\0';
+                        cut = true;
+                        break;
+                }
+                if (memchr(line, '\0', (size_t) len)) {
+                        reason = "NUL bytes inside a line";
+                        r = -EBADMSG;
                         break;
                 }
                 good += len;
@@ -586,8 +688,9 @@ int state_load(State *s, StateLoaded *ret) {
         free(line);
         fclose(f);
 
-        /* Cut a torn tail off, or the next append would be glued to it. */
-        if (out.torn_tail && truncate(s->path, good) < 0) {
+        /* Cut a torn tail off, or the next append would be glued to it; and the room allocated
+         * ahead, which open_journal allocates afresh. */
+        if (cut && truncate(s->path, good) < 0) {
                 r = -errno;
                 goto fail;
         }

@@ -3,13 +3,19 @@
 
 /* The on-disk state that lets a restarted daemon re-adopt its reservations.
  *
- * One file, STATE_DIR/state: a versioned header line and then one line per change, appended with
- * a single write(2) each, so recording a change costs the same however many reservations exist.
- * Every line ends in a checksum of itself, so a line torn by a crash in the middle of its write
- * is recognised (only the last line can be torn: it is ignored, the change it described was
- * never answered). When the journal has grown to several times what it describes, it is
- * rewritten as a snapshot into a temporary file and renamed over the old one (atomic), and
- * appending continues there: amortised O(1) per change.
+ * One file, STATE_DIR/state: a versioned header line and then one line per change, so recording a
+ * change costs the same however many reservations exist. The journal is mapped (MAP_SHARED) with
+ * room allocated ahead (fallocate), and a line is appended by storing it, newline last: no system
+ * call on the path of an admission or a release, and in the file (the page cache) at once, so
+ * kill -9 loses nothing. Where the file system cannot allocate ahead, lines are written with
+ * pwrite(2) instead. A clean stop cuts the room off; a killed edfd leaves it as NUL bytes after
+ * the last line, which the next load cuts off. Every line ends in a checksum of itself, so a line
+ * torn by a crash in the middle of its write is recognised (only the last line can be torn: it is
+ * ignored, the change it described was never answered). When the journal has grown to several
+ * times what it describes, it is rewritten as a snapshot into a temporary file and renamed over
+ * the old one (atomic), and appending continues there: amortised O(1) per change. The file is
+ * edfd's alone while it runs: truncating it under a running edfd kills it (SIGBUS), like any
+ * program whose mapped file shrinks; the lock below keeps other edfds out.
  *
  * Record types:
  *   A  a reservation as it is now (admitted, adopted, updated, split): the full record
@@ -79,15 +85,19 @@ typedef struct State State;
 /* Create dir if needed, take its lock and open the journal for appending. -EBUSY when another
  * process holds the lock, other negative errno on failure. */
 int state_open(State **ret, const char *dir);
-/* Close and unlock. Accepts NULL, returns NULL. */
+/* Close (cutting the room allocated ahead off the journal) and unlock. Accepts NULL, returns
+ * NULL. */
 State *state_free(State *s);
 
-/* Read what the journal describes. A corrupt file is moved aside (ret->corrupt_path says where)
- * and an empty state returned; that is not an error. Negative errno on I/O errors only. */
+/* Read what the journal describes, cut off what follows its last complete line (a torn line, room
+ * allocated ahead) and open it for appending. A corrupt file is moved aside (ret->corrupt_path
+ * says where) and an empty state returned; that is not an error. Negative errno on I/O errors
+ * only. */
 int state_load(State *s, StateLoaded *ret);
 void state_loaded_done(StateLoaded *l);
 
-/* Append one record. 0 or negative errno (the caller must then undo the change it describes). */
+/* Append one record: in the file when this returns, readable by the next edfd whatever happens to
+ * this one. 0 or negative errno (the caller must then undo the change it describes). */
 int state_write_reservation(State *s, bool intent, const StateRecord *r);
 int state_write_release(State *s, uint64_t id);
 int state_write_group(State *s, bool override, const char *path, uint64_t runtime, uint64_t period);

@@ -631,7 +631,9 @@ static uint32_t journal_sum(const char *s, size_t n) {
 }
 
 /* Append to the journal in dir what edfd writes before an Update of reservation id to runtime:
- * its last I record with that runtime. An admission's I is the reservation's only record. */
+ * its last I record with that runtime. An admission's I is the reservation's only record. It goes
+ * where edfd would have stored it: after the last line, over the room a killed edfd leaves
+ * allocated ahead (NUL bytes, see state.h). */
 static void append_update_intent(const char *dir, uint64_t id, uint64_t runtime) {
         char path[4096], prefix[64], line[1024], last[1024] = "", body[1024];
         unsigned n = 0;
@@ -659,10 +661,13 @@ static void append_update_intent(const char *dir, uint64_t id, uint64_t runtime)
                 n++;
         }
         cr_assert_eq(n, 13, "an I record of %u fields", n);
-        f = fopen(path, "ae");
-        cr_assert(f);
-        fprintf(f, "%s #%08" PRIx32 "\n", body, journal_sum(body, strlen(body)));
-        fclose(f);
+        size_t len;
+        _cleanup_free_ char *journal = slurp(path, &len), *text = NULL;
+        const char *room = memchr(journal, '\0', len);
+        cr_assert(room, "a killed edfd left no room allocated ahead in %s", path);
+        cr_assert_geq(asprintf(&text, "%.*s%s #%08" PRIx32 "\n", (int) (room - journal), journal, body,
+                               journal_sum(body, strlen(body))), 0);
+        spew(path, text, strlen(text));
 }
 
 /* edfd died after writing an Update's intent: on restart the kernel decides which of the admission
