@@ -638,6 +638,33 @@ int manager_bus_register(Manager *m) {
         return 0;
 }
 
+/* At most this many bus messages more per event loop iteration (see on_bus_drain). */
+#define BUS_DRAIN_MAX 32
+
+/* Calls often come several at a time (a client with many in flight, several clients at once), and
+ * sd-bus takes one message per event loop iteration: an epoll_wait(2) and more around each. Take
+ * the ones waiting now, up to BUS_DRAIN_MAX, in the same iteration. A post source: it runs after
+ * every iteration that dispatched something, so where nothing waits it costs the one recvmsg(2)
+ * that says so; the bound keeps the kernel's events (the proc connector's, of higher priority)
+ * from waiting long behind a flood of calls. */
+static int on_bus_drain(sd_event_source *s, void *userdata) {
+        Manager *m = userdata;
+
+        for (unsigned i = 0; m->bus && i < BUS_DRAIN_MAX; i++)
+                if (sd_bus_process(m->bus, NULL) <= 0)
+                        break; /* nothing waiting; or an error, which sd-bus's own handler sees too */
+        return 0;
+}
+
+int manager_bus_attach(Manager *m) {
+        int r;
+
+        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0)
+                return r;
+        return sd_event_add_post(m->event, &m->bus_drain, on_bus_drain, m);
+}
+
 /* Send a signal now, or after the reply of the method call being handled: the caller gets its
  * answer one bus message sooner. */
 static void emit(Manager *m, const char *member, const char *types, ...) {

@@ -1979,7 +1979,7 @@ int manager_start(Manager *m) {
         r = manager_bus_register(m);
         if (r < 0)
                 return r;
-        r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        r = manager_bus_attach(m);
         if (r < 0)
                 return r;
         r = sd_bus_request_name(m->bus, EDFD_BUS_NAME, 0);
@@ -2009,6 +2009,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_unref(m->procmon_source);
         sd_event_source_unref(m->resync_timer);
         sd_event_source_disable_unref(m->recount_timer);
+        sd_event_source_disable_unref(m->bus_drain);
         sd_event_source_unref(m->status_timer);
         sd_event_source_unref(m->return_timer);
         while (m->pending_returns) {

@@ -81,6 +81,7 @@ typedef struct Manager {
         int64_t dl_bw_at_read;     /* debugfs's dl_bw->bw at that read, if dl_bw_known */
         bool dl_bw_known;
         sd_event_source *recount_timer;
+        sd_event_source *bus_drain;     /* see manager-bus.c, on_bus_drain */
         uint64_t overcommit_logged_ns; /* CLOCK_MONOTONIC of the last overcommit error, 0 for none */
 
         Hashmap targets;           /* reservation id -> SchedTarget * */
@@ -167,6 +168,7 @@ int manager_rate_check(Manager *m, const Caller *c, OpError *error);
 
 /* Bus side (manager-bus.c). */
 int manager_bus_register(Manager *m);
+int manager_bus_attach(Manager *m);
 void manager_bus_emit_added(Manager *m, const Reservation *r, const char *reason);
 void manager_bus_emit_removed(Manager *m, uint64_t id, uint32_t pid, uint32_t tid, const char *group,
                               const char *reason);
