@@ -96,7 +96,7 @@ static int journal_grow(State *s, size_t need) {
         size_t size;
         void *p;
 
-        if (need > SIZE_MAX / 2 - s->used - JOURNAL_CHUNK)
+        if (need > SIZE_MAX / 4 || s->used > SIZE_MAX / 4)
                 return -E2BIG;
         size = (s->used + need + JOURNAL_CHUNK) / JOURNAL_CHUNK * JOURNAL_CHUNK;
         if (fallocate(s->fd, 0, (off_t) s->map_size, (off_t) (size - s->map_size)) < 0)
@@ -222,7 +222,7 @@ static int append_line(State *s, const char *body) {
                 if (w < 0)
                         return -errno;
                 if (w != k)
-                        return -EIO; /* a short line is a torn one: the next load cuts it off */
+                        return -EIO; /* a torn line: the next record overwrites it, or a load cuts it off */
         } else {
                 /* A store into the file's pages, no system call: this is on the path of every
                  * admission and release. The newline goes last: a crash in the copy leaves a line
