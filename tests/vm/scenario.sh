@@ -280,6 +280,16 @@ else
 fi
 kill $p
 
+# The journal is mapped under the unit's sandbox (its system call filter allows fallocate and
+# mremap): the records are stores, not the pwrite(2) fallback.
+maps=$(grep -c " /run/edfd/state$" "/proc/$(edfd_pid)/maps" 2>&1)
+if [ "$maps" = 1 ]; then
+        pass "edfd keeps /run/edfd/state mapped under the unit's sandbox"
+else
+        fail "edfd keeps /run/edfd/state mapped under the unit's sandbox" "$maps mappings of it" \
+                "$(ls -l /run/edfd 2>&1)" "$(journal)"
+fi
+
 edfctl admit -g media -T 1ms -P 10ms -- sleep 602 &
 p=$!
 bg+=($p)
@@ -507,6 +517,14 @@ if [ "$state" = inactive ] && [ "$now" = "$params_before" ] && ! grep -q gone <<
 else
         fail "systemctl stop edfd kills no admitted program: all alive, SCHED_DEADLINE, same parameters" \
                 "edfd $state" "before:" "$params_before" "now:" "$now"
+fi
+# A clean stop cuts the room the mapped journal had allocated ahead: records only, no NUL bytes.
+nuls=$(tr -dc '\000' </run/edfd/state | wc -c)
+if [ "$nuls" = 0 ] && [ "$(tail -c 1 /run/edfd/state | od -An -c | tr -d ' ')" = '\n' ]; then
+        pass "after systemctl stop, /run/edfd/state ends with its last record (no room left allocated)"
+else
+        fail "after systemctl stop, /run/edfd/state ends with its last record (no room left allocated)" \
+                "$nuls NUL bytes" "$(ls -l /run/edfd/state 2>&1)"
 fi
 systemctl reset-failed edfd.service 2>/dev/null
 out=$(systemctl start edfd.service 2>&1)
