@@ -1875,6 +1875,28 @@ int harness_write_config(Harness *h, const char *text) {
         return write_file_atomic(h->config_path, text);
 }
 
+/* The kernel's count of deadline bandwidth falls short of what exists when it recounts (on 6.18
+ * any read of sched_rt_runtime_us makes it) while an ended deadline task still waits for its 0-lag
+ * time: a child of the test before, killed just now, and edfd starting or the harness reading the
+ * sysctl (design.md, "What the kernel does"). It stays short until the next recount, and below zero
+ * the kernel refuses every admission: every test after would skip. A recount when nothing is ending
+ * is exact: wait out the 0-lag times (the tests' longest period is 4 s) and read the sysctl. Only
+ * a shortfall is repaired: a kernel holding more than exists (a leak, edfd's fault or not) is
+ * left for the tests to see. */
+static void repair_kernel_count(void) {
+        uint64_t shortfall = 0;
+        long long v;
+
+        for (unsigned i = 0; i < 6; i++) {
+                if (harness_kernel_shortfall(&shortfall) < 0 || shortfall <= HARNESS_BW_UNIT / 1000)
+                        return;
+                fprintf(stderr, "harness: the kernel's deadline count is %" PRIu64 " short of what exists (a kernel "
+                        "fault); recounting in 1 s\n", shortfall);
+                harness_usleep(1000 * 1000);
+                (void) harness_read_ll("/proc/sys/kernel/sched_rt_runtime_us", &v);
+        }
+}
+
 void harness_require(void) {
         const char *binary = getenv("EDFD_BINARY");
         _cleanup_free_ char *mount = NULL;
@@ -1894,6 +1916,7 @@ void harness_require(void) {
         if (!mount)
                 cr_skip_test("no cgroup2 mount");
 
+        repair_kernel_count();
         r = harness_spawn_child(NULL, 1, false, &c);
         cr_assert_eq(r, 0, "cannot fork a helper: %s", strerror(-r));
         r = harness_dl_set(c->pid, 1024, period, period, 0);
