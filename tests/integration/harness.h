@@ -137,7 +137,9 @@ typedef struct HarnessGroup {
 int harness_read_ll(const char *path, long long *ret);
 
 /* Skip the current test (cr_skip_test) unless we are root, SCHED_DEADLINE works on a helper
- * process, a cgroup2 mount exists, dbus-daemon exists and EDFD_BINARY names an executable. */
+ * process, a cgroup2 mount exists, dbus-daemon exists and EDFD_BINARY names an executable. First,
+ * where the kernel's deadline count is short of what exists (harness_kernel_shortfall), repair it:
+ * wait out the 0-lag times and have the kernel recount (it says so on stderr). */
 void harness_require(void);
 
 /* The contents of EDFD_TEST_DIR/test-data/NAME, newly allocated; NULL (and a message) if unreadable. */
