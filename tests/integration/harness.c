@@ -1897,6 +1897,11 @@ static void repair_kernel_count(void) {
         }
 }
 
+void harness_settle_kernel_count(void) {
+        harness_usleep(harness_period_max() / 1000 + 100 * 1000);
+        repair_kernel_count();
+}
+
 void harness_require(void) {
         const char *binary = getenv("EDFD_BINARY");
         _cleanup_free_ char *mount = NULL;

@@ -142,6 +142,12 @@ int harness_read_ll(const char *path, long long *ret);
  * wait out the 0-lag times and have the kernel recount (it says so on stderr). */
 void harness_require(void);
 
+/* For a test that asserts the kernel's exact deadline count: wait until whatever deadline task ended
+ * before it (an earlier test's child) is past its 0-lag time (the longest period the kernel allows,
+ * sched_deadline_period_max_us), so that edfd's start and the next reads of sched_rt_runtime_us
+ * recount exactly; then repair a count that is short already (as harness_require does). */
+void harness_settle_kernel_count(void);
+
 /* The contents of EDFD_TEST_DIR/test-data/NAME, newly allocated; NULL (and a message) if unreadable. */
 char *harness_read_test_data(const char *name);
 
