@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "edfctl.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 #define HINT "is edfd running? (systemctl status edfd)"
 

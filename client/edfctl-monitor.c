@@ -13,9 +13,9 @@
 
 #include <systemd/sd-event.h>
 
-#include "duration.h"
+#include "core/duration.h"
 #include "edfctl.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 static void stamp(void) {
         struct timespec ts;

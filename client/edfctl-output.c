@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bandwidth.h"
-#include "duration.h"
+#include "core/bandwidth.h"
+#include "core/duration.h"
 #include "edfctl.h"
 
 struct Table {

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "duration.h"
+#include "core/duration.h"
 #include "edfctl.h"
 
 int parse_u64(const char *s, uint64_t *ret, const char **ret_reason) {

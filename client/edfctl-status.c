@@ -15,10 +15,10 @@
 
 #include <json-c/json.h>
 
-#include "bandwidth.h"
-#include "duration.h"
+#include "core/bandwidth.h"
+#include "core/duration.h"
 #include "edfctl.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 typedef struct GroupRow {
         const char *path;          /* points into the reply */

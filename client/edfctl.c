@@ -14,10 +14,10 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "duration.h"
+#include "core/duration.h"
 #include "edfctl.h"
-#include "params.h"
-#include "protocol.h"
+#include "core/params.h"
+#include "shared/protocol.h"
 
 typedef struct Verb {
         const char *name, *subverb;

@@ -16,8 +16,8 @@
 
 #include <systemd/sd-bus.h>
 
-#include "duration.h"
-#include "macro.h"
+#include "core/duration.h"
+#include "basic/macro.h"
 
 typedef enum EdfctlExit {
         EDFCTL_EXIT_OK = 0,

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "authz.h"
-#include "macro.h"
+#include "basic/macro.h"
 
 typedef struct CredsEntry {
         char *name;

@@ -13,8 +13,8 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
-#include "hashmap.h"
-#include "tree.h"
+#include "basic/hashmap.h"
+#include "core/tree.h"
 
 typedef struct Caller {
         uid_t uid;

@@ -7,10 +7,10 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "bandwidth.h"
+#include "core/bandwidth.h"
 #include "capacity.h"
-#include "macro.h"
-#include "sched.h"
+#include "basic/macro.h"
+#include "sched-dl.h"
 
 static int read_int64(const char *path, int64_t *ret) {
         FILE *f = fopen(path, "re");

@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "params.h"
-#include "tree.h"
+#include "core/params.h"
+#include "core/tree.h"
 
 typedef struct KernelCapacity {
         unsigned ncpus;           /* online CPUs */

@@ -9,9 +9,9 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include "bandwidth.h"
+#include "core/bandwidth.h"
 #include "cgroup.h"
-#include "macro.h"
+#include "basic/macro.h"
 
 bool cgroup_root_usable(const char *root) {
         struct statfs fs;

@@ -16,10 +16,11 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "bandwidth.h"
+#include "core/bandwidth.h"
 #include "conf.h"
-#include "duration.h"
-#include "macro.h"
+#include "core/duration.h"
+#include "basic/macro.h"
+#include "basic/strv.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)

@@ -19,8 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "params.h"
-#include "tree.h"
+#include "core/params.h"
+#include "core/tree.h"
 
 /* The default of `min-split-runtime`. Without HRTICK (off in every distribution kernel) the kernel
  * enforces runtime only at the scheduler tick (1-4 ms), and a budget is always overrun by the

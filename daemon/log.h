@@ -7,7 +7,7 @@
 #include <errno.h>
 #include <syslog.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 extern int log_max_level;
 

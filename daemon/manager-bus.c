@@ -11,10 +11,10 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "bandwidth.h"
+#include "core/bandwidth.h"
 #include "log.h"
 #include "manager.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 static int reply_error(sd_bus_error *ret_error, const OpError *e) {
         const char *name;

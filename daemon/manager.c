@@ -15,14 +15,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bandwidth.h"
+#include "core/bandwidth.h"
 #include "cgroup.h"
-#include "duration.h"
+#include "core/duration.h"
 #include "log.h"
-#include "macro.h"
+#include "basic/macro.h"
 #include "manager.h"
-#include "protocol.h"
-#include "sched.h"
+#include "shared/protocol.h"
+#include "sched-dl.h"
 
 extern const char edfd_default_config[];
 

@@ -15,12 +15,12 @@
 #include "authz.h"
 #include "capacity.h"
 #include "conf.h"
-#include "hashmap.h"
+#include "basic/hashmap.h"
 #include "procmon.h"
-#include "rate.h"
-#include "sched.h"
+#include "core/rate.h"
+#include "sched-dl.h"
 #include "state.h"
-#include "tree.h"
+#include "core/tree.h"
 
 typedef struct ManagerOptions {
         const char *config_path;   /* NULL: /etc/edfd/edfd.yaml, or the embedded default if absent */

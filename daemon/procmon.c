@@ -31,7 +31,7 @@
 #include <linux/connector.h>
 #include <linux/netlink.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 #include "procmon.h"
 
 /* The kernel's event filter (include/uapi/linux/cn_proc.h since 6.6). Debian 12's headers are older,

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hashmap.h"
-#include "macro.h"
+#include "basic/hashmap.h"
+#include "basic/macro.h"
 #include "state.h"
 
 #define STATE_LINE_MAX 512

@@ -41,8 +41,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "params.h"
-#include "tree.h"
+#include "core/params.h"
+#include "core/tree.h"
 
 #define STATE_VERSION 1
 

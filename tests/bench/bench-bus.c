@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "bench-lib.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 #define RUNTIME (100 * NSEC_PER_USEC)
 #define PERIOD (100 * NSEC_PER_MSEC)

@@ -15,9 +15,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "bandwidth.h"
-#include "macro.h"
-#include "tree.h"
+#include "core/bandwidth.h"
+#include "basic/macro.h"
+#include "core/tree.h"
 
 #define N_GROUPS 10000
 #define MAX_DEPTH 8

@@ -12,7 +12,7 @@
  *             on the proc connector, halves the parent, raises the child, and on the child's exit
  *             gives the parent its runtime back;
  *      floor  the forker is made SCHED_DEADLINE directly, and a minimal listener (procmon.c and
- *             sched.c, the same code edfd uses) receives the fork event and makes the two
+ *             sched-dl.c, the same code edfd uses) receives the fork event and makes the two
  *             sched_setattr calls itself (parent halved, then child raised), and restores the
  *             parent on the child's exit. No pinning, no books, no state, no bus.
  *    Target: edfd's p50 at most 1.5x the floor's.
@@ -41,7 +41,7 @@
 
 #include "bench-lib.h"
 #include "procmon.h"
-#include "sched.h"
+#include "sched-dl.h"
 
 #define FORKER_RUNTIME (50 * NSEC_PER_MSEC)
 #define FORKER_PERIOD (100 * NSEC_PER_MSEC)

@@ -14,8 +14,8 @@
 #include <unistd.h>
 
 #include "bench-lib.h"
-#include "protocol.h"
-#include "sched.h"
+#include "shared/protocol.h"
+#include "sched-dl.h"
 
 uint64_t bench_now_ns(void) {
         struct timespec ts;

@@ -16,7 +16,7 @@
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 #define BENCH_GROUP "bench"
 

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "bench-lib.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 #define RUNTIME (10 * NSEC_PER_USEC)
 #define PERIOD NSEC_PER_SEC

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <systemd/sd-bus.h>
 
-#include "protocol.h"
+#include "shared/protocol.h"
 
 int main(int argc, char *argv[]) {
         sd_bus_error error = SD_BUS_ERROR_NULL;

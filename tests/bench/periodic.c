@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "duration.h"
+#include "core/duration.h"
 
 typedef struct Task {
         uint64_t work, period, duration;

@@ -13,8 +13,8 @@
  * - conf_check_print() reading the same bytes from a FILE agrees with the buffer parse and build.
  *
  * Build (from the top directory):
- *   clang -g -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Idaemon -Idaemon/core \
- *         daemon/conf.c daemon/core/[a-z]*.c tests/fuzz/fuzz-conf.c -lyaml -o fuzz-conf
+ *   clang -g -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Idaemon -Ilib \
+ *         daemon/conf.c lib/basic/[a-z]*.c lib/core/[a-z]*.c tests/fuzz/fuzz-conf.c -lyaml -o fuzz-conf
  *   ./fuzz-conf -max_total_time=30 -max_len=4096 corpus-conf/ */
 
 #include <errno.h>
@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bandwidth.h"
+#include "core/bandwidth.h"
 #include "conf.h"
-#include "tree.h"
+#include "core/tree.h"
 
 #define FILENAME "fuzz.yaml"
 #define SENTINEL_CONFIG ((Config *) (uintptr_t) 0x1234)

@@ -9,8 +9,8 @@
  *   and duration_parse() must agree on the pair exactly, refusals included;
  * - the first 8 bytes as a number format and parse back exactly.
  *
- * Build (from the top directory, with every .c file of daemon/core):
- *   clang -g -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Idaemon/core daemon/core/[a-z]*.c \
+ * Build (from the top directory, with every .c file of lib/basic and lib/core):
+ *   clang -g -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Ilib lib/basic/[a-z]*.c lib/core/[a-z]*.c \
  *         tests/fuzz/fuzz-duration.c */
 
 #include <errno.h>
@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "duration.h"
+#include "core/duration.h"
 
 #define SENTINEL UINT64_C(0xdeadbeefcafef00d)
 

@@ -17,7 +17,7 @@
 #include <criterion/criterion.h>
 
 #include "agent.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 int agent_drop_to(uid_t uid) {
         if (setgroups(0, NULL) < 0 || setresgid(uid, uid, uid) < 0 || setresuid(uid, uid, uid) < 0)

@@ -31,9 +31,9 @@
 
 #include <criterion/criterion.h>
 
-#include "core/macro.h"
+#include "basic/macro.h"
 #include "harness.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 extern char **environ;
 
@@ -384,28 +384,21 @@ static int spawn(char *const argv[], char *const envp[], int out_fd, int fd3, ch
 
 /* ---- kernel ---- */
 
-int harness_sched_getattr(pid_t tid, HarnessSchedAttr *ret) {
-        HarnessSchedAttr a = {};
-
-        if (syscall(SYS_sched_getattr, tid, &a, (unsigned) sizeof a, 0U) < 0)
-                return -errno;
-        *ret = a;
-        return 0;
+int harness_sched_getattr(pid_t tid, SchedAttr *ret) {
+        return sched_getattr_raw(tid, ret, 0);
 }
 
-int harness_sched_setattr(pid_t tid, const HarnessSchedAttr *attr) {
-        HarnessSchedAttr a = *attr;
+int harness_sched_setattr(pid_t tid, const SchedAttr *attr) {
+        SchedAttr a = *attr;
 
         a.size = 48; /* SCHED_ATTR_SIZE_VER0: no utilization clamps */
-        if (syscall(SYS_sched_setattr, tid, &a, 0U) < 0)
-                return -errno;
-        return 0;
+        return sched_setattr_raw(tid, &a, 0);
 }
 
 int harness_dl_set(pid_t tid, uint64_t runtime, uint64_t deadline, uint64_t period, uint64_t flags) {
-        HarnessSchedAttr a = {
-                .sched_policy = HARNESS_SCHED_DEADLINE,
-                .sched_flags = HARNESS_SCHED_FLAG_RESET_ON_FORK | flags,
+        SchedAttr a = {
+                .sched_policy = SCHED_DEADLINE,
+                .sched_flags = SCHED_FLAG_RESET_ON_FORK | flags,
                 .sched_runtime = runtime,
                 .sched_deadline = deadline,
                 .sched_period = period,
@@ -415,14 +408,14 @@ int harness_dl_set(pid_t tid, uint64_t runtime, uint64_t deadline, uint64_t peri
 }
 
 int harness_dl_reset(pid_t tid) {
-        HarnessSchedAttr a, other = {};
+        SchedAttr a, other = {};
         uint64_t period = harness_period_max();
         int r;
 
         r = harness_sched_getattr(tid, &a);
         if (r < 0)
                 return r;
-        if (a.sched_policy != HARNESS_SCHED_DEADLINE)
+        if (a.sched_policy != SCHED_DEADLINE)
                 return 0;
         r = harness_dl_set(tid, 1024, period, period, 0);
         if (r < 0)
@@ -638,12 +631,12 @@ uint64_t harness_dl_bw_on_machine(void) {
                 if (!tasks)
                         continue;
                 while ((t = readdir(tasks))) {
-                        HarnessSchedAttr a;
+                        SchedAttr a;
 
                         if (t->d_name[0] < '1' || t->d_name[0] > '9')
                                 continue;
                         if (harness_sched_getattr((pid_t) atoi(t->d_name), &a) == 0 &&
-                            a.sched_policy == HARNESS_SCHED_DEADLINE && !is_zombie(p->d_name, t->d_name))
+                            a.sched_policy == SCHED_DEADLINE && !is_zombie(p->d_name, t->d_name))
                                 sum += harness_bw(a.sched_runtime, a.sched_period);
                 }
                 closedir(tasks);
@@ -839,9 +832,9 @@ void harness_child_kill(HarnessChild *c) {
         /* Such threads leave SCHED_DEADLINE first (the test has seen what it wanted of them); the
          * others die admitted, so that edfd sees them exit. */
         for (unsigned i = 0; i < c->n_threads && i < HARNESS_MAX_THREADS; i++) {
-                HarnessSchedAttr a;
+                SchedAttr a;
 
-                if (harness_sched_getattr(c->tids[i], &a) == 0 && a.sched_policy == HARNESS_SCHED_DEADLINE &&
+                if (harness_sched_getattr(c->tids[i], &a) == 0 && a.sched_policy == SCHED_DEADLINE &&
                     a.sched_runtime < CRAWL_RUNTIME)
                         (void) harness_dl_reset(c->tids[i]);
         }
@@ -1225,25 +1218,25 @@ void harness_assert_error_(int r, const sd_bus_error *e, const char *what, const
 }
 
 void harness_assert_dl(pid_t tid, uint64_t runtime, uint64_t deadline, uint64_t period, uint64_t extra_flags) {
-        HarnessSchedAttr a;
+        SchedAttr a;
         int r;
 
         r = harness_sched_getattr(tid, &a);
         cr_assert_eq(r, 0, "sched_getattr(%d): %s", (int) tid, strerror(-r));
-        cr_assert_eq(a.sched_policy, HARNESS_SCHED_DEADLINE, "thread %d has policy %" PRIu32 ", not SCHED_DEADLINE",
+        cr_assert_eq(a.sched_policy, SCHED_DEADLINE, "thread %d has policy %" PRIu32 ", not SCHED_DEADLINE",
                      (int) tid, a.sched_policy);
         cr_assert(a.sched_runtime == runtime && a.sched_deadline == deadline && a.sched_period == period,
                   "thread %d has %" PRIu64 "/%" PRIu64 "/%" PRIu64 " ns, expected %" PRIu64 "/%" PRIu64 "/%" PRIu64,
                   (int) tid, a.sched_runtime, a.sched_deadline, a.sched_period, runtime, deadline, period);
-        cr_assert(a.sched_flags & HARNESS_SCHED_FLAG_RESET_ON_FORK,
+        cr_assert(a.sched_flags & SCHED_FLAG_RESET_ON_FORK,
                   "thread %d lacks SCHED_FLAG_RESET_ON_FORK (flags 0x%" PRIx64 ")", (int) tid, a.sched_flags);
-        cr_assert_eq(a.sched_flags & (HARNESS_SCHED_FLAG_RECLAIM | HARNESS_SCHED_FLAG_DL_OVERRUN), extra_flags,
+        cr_assert_eq(a.sched_flags & (SCHED_FLAG_RECLAIM | SCHED_FLAG_DL_OVERRUN), extra_flags,
                      "thread %d has flags 0x%" PRIx64 ", expected RESET_ON_FORK|0x%" PRIx64, (int) tid,
                      a.sched_flags, extra_flags);
 }
 
 void harness_assert_other(pid_t tid) {
-        HarnessSchedAttr a;
+        SchedAttr a;
         int r;
 
         r = harness_sched_getattr(tid, &a);

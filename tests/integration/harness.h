@@ -24,16 +24,13 @@
 
 #include <systemd/sd-bus.h>
 
-#include "core/macro.h"
+#include "basic/macro.h"
+#include "basic/sched-attr.h"
 
 static inline bool streq(const char *a, const char *b) {
         return strcmp(a, b) == 0;
 }
 
-#define HARNESS_SCHED_DEADLINE 6
-#define HARNESS_SCHED_FLAG_RESET_ON_FORK UINT64_C(0x01)
-#define HARNESS_SCHED_FLAG_RECLAIM UINT64_C(0x02)
-#define HARNESS_SCHED_FLAG_DL_OVERRUN UINT64_C(0x04)
 
 #define HARNESS_BW_UNIT (UINT64_C(1) << 20)
 #define HARNESS_MSEC UINT64_C(1000000)
@@ -42,19 +39,6 @@ static inline bool streq(const char *a, const char *b) {
 #define HARNESS_MAX_CHILDREN 256
 #define HARNESS_MAX_SIGNALS 256
 
-/* struct sched_attr as the kernel defines it (glibc 2.36 has none). */
-typedef struct HarnessSchedAttr {
-        uint32_t size;
-        uint32_t sched_policy;
-        uint64_t sched_flags;
-        int32_t sched_nice;
-        uint32_t sched_priority;
-        uint64_t sched_runtime;
-        uint64_t sched_deadline;
-        uint64_t sched_period;
-        uint32_t sched_util_min;
-        uint32_t sched_util_max;
-} HarnessSchedAttr;
 
 /* A child process made by the harness: its main thread plus n_threads - 1 more, all asleep (or
  * spinning a little now and then). tids[0] == pid. */
@@ -292,8 +276,8 @@ char *harness_cgroup_of(pid_t pid);
 /* ---- kernel ---- */
 
 /* Raw sched_getattr / sched_setattr. Return 0 or a negative errno. */
-int harness_sched_getattr(pid_t tid, HarnessSchedAttr *ret);
-int harness_sched_setattr(pid_t tid, const HarnessSchedAttr *attr);
+int harness_sched_getattr(pid_t tid, SchedAttr *ret);
+int harness_sched_setattr(pid_t tid, const SchedAttr *attr);
 
 /* Make tid SCHED_DEADLINE ourselves (RESET_ON_FORK | flags). */
 int harness_dl_set(pid_t tid, uint64_t runtime, uint64_t deadline, uint64_t period, uint64_t flags);

@@ -38,7 +38,7 @@
 
 #include "agent.h"
 #include "harness.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 #define MS HARNESS_MSEC
 #define US (HARNESS_MSEC / 1000)

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 #define MS HARNESS_MSEC
 #define P100 (100 * MS)
@@ -408,7 +408,7 @@ static void ending_thread_at_look(bool admitted, bool debugfs) {
                         r = harness_admit(h, &e, (uint64_t) p, 0, "a", runtime, period, period, 0, &id);
                         assert_bus_ok(r, &e, "Admit(600ms/4s into a)");
                 } else {
-                        HarnessSchedAttr a = { .sched_policy = SCHED_DEADLINE, .sched_runtime = runtime,
+                        SchedAttr a = { .sched_policy = SCHED_DEADLINE, .sched_runtime = runtime,
                                                .sched_deadline = period, .sched_period = period };
                         cr_assert_eq(harness_sched_setattr(p, &a), 0, "600ms/4s without edfd");
                 }
@@ -496,7 +496,7 @@ Test(capacity, recount_once_deadline_threads_have_ended, .timeout = 60) {
         if (z == 0)
                 _exit(0);
         cr_assert_eq(waitid(P_PID, z, NULL, WEXITED | WNOWAIT), 0);
-        HarnessSchedAttr a = { .sched_policy = SCHED_DEADLINE, .sched_runtime = 10 * MS, .sched_deadline = P100,
+        SchedAttr a = { .sched_policy = SCHED_DEADLINE, .sched_runtime = 10 * MS, .sched_deadline = P100,
                                .sched_period = P100 };
         r = harness_sched_setattr(z, &a);
         cr_assert_eq(waitpid(z, NULL, 0), z);

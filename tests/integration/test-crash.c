@@ -25,7 +25,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 #define MS HARNESS_MSEC
 #define P100 (100 * MS)
@@ -55,7 +55,7 @@ static void admit_set(Harness *h, Admitted a[4]) {
 
         a[0] = (Admitted) { c[0], c[0]->pid, "test/a", 2 * MS, 0, P100, 0, 0 };
         a[1] = (Admitted) { c[1], c[1]->tids[1], "test/b", 1 * MS, 20 * MS, 50 * MS, EDFD_ADMIT_RECLAIM,
-                            HARNESS_SCHED_FLAG_RECLAIM };
+                            SCHED_FLAG_RECLAIM };
         a[2] = (Admitted) { c[1], c[1]->pid, "test/c", 1 * MS, 0, P100, 0, 0 };
         a[3] = (Admitted) { c[2], c[2]->pid, "", 1 * MS, 0, P100, 0, 0 }; /* default group, spinning */
         for (unsigned i = 0; i < 4; i++) {
@@ -738,7 +738,7 @@ static void assert_books_match_kernel(Harness *h, pid_t tid, uint64_t runtime, u
         HarnessReservation *l;
         size_t n;
         const HarnessReservation *x = NULL;
-        HarnessSchedAttr a;
+        SchedAttr a;
 
         cr_assert_eq(harness_list_reservations(h, &l, &n), 0);
         for (size_t i = 0; i < n; i++)
@@ -746,7 +746,7 @@ static void assert_books_match_kernel(Harness *h, pid_t tid, uint64_t runtime, u
                         x = &l[i];
         cr_assert_eq(harness_sched_getattr(tid, &a), 0);
         if (x) {
-                cr_assert(a.sched_policy == HARNESS_SCHED_DEADLINE && a.sched_runtime == x->runtime &&
+                cr_assert(a.sched_policy == SCHED_DEADLINE && a.sched_runtime == x->runtime &&
                           a.sched_period == x->period && a.sched_deadline == x->deadline,
                           "%s: the books hold %" PRIu64 "/%" PRIu64 " for %d, the kernel has policy %" PRIu32
                           " %" PRIu64 "/%" PRIu64, when, x->runtime, x->period, (int) tid, a.sched_policy,

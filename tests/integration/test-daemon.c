@@ -20,7 +20,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 #define MS HARNESS_MSEC
 #define P100 (100 * MS)
@@ -86,7 +86,7 @@ Test(daemon, admit_applies_parameters) {
                           &id2);
         assert_bus_ok(r, &e, "Admit(child, second thread, default group, 1ms/0/100ms, reclaim|overrun)");
         cr_assert_neq(id2, id, "two reservations got the same id");
-        harness_assert_dl(c->tids[1], 1 * MS, P100, P100, HARNESS_SCHED_FLAG_RECLAIM | HARNESS_SCHED_FLAG_DL_OVERRUN);
+        harness_assert_dl(c->tids[1], 1 * MS, P100, P100, SCHED_FLAG_RECLAIM | SCHED_FLAG_DL_OVERRUN);
         harness_assert_dl(c->pid, 2 * MS, 50 * MS, P100, 0);
 
         cr_assert_eq(harness_list_reservations(h, &l, &n), 0);
@@ -1078,7 +1078,7 @@ _Noreturn static void unprivileged_client(const char *address) {
         sd_bus_error e = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
         sd_bus *bus = NULL;
-        HarnessSchedAttr a;
+        SchedAttr a;
         uint64_t v = 0, id;
 
 #define CALL(code, member, ...)                                                                               \
@@ -1110,7 +1110,7 @@ _Noreturn static void unprivileged_client(const char *address) {
              UINT64_C(0));
         if (sd_bus_message_read(reply, "t", &id) < 0)
                 _exit(UNPRIV_ADMIT);
-        if (harness_sched_getattr(0, &a) < 0 || a.sched_policy != HARNESS_SCHED_DEADLINE || a.sched_runtime != 1 * MS)
+        if (harness_sched_getattr(0, &a) < 0 || a.sched_policy != SCHED_DEADLINE || a.sched_runtime != 1 * MS)
                 _exit(UNPRIV_NOT_DL);
 
         sd_bus_error_free(&e);

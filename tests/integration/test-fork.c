@@ -43,7 +43,7 @@
 #include <criterion/criterion.h>
 
 #include "harness.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 #define MS HARNESS_MSEC
 #define P100 (100 * MS)
@@ -448,7 +448,7 @@ typedef struct ForkerThread {
 } ForkerThread;
 
 static int set_self_other(void) {
-        HarnessSchedAttr a = { .sched_policy = 0 };
+        SchedAttr a = { .sched_policy = 0 };
 
         return harness_sched_setattr(0, &a);
 }
@@ -1432,7 +1432,7 @@ Test(fork, changed_outside_edfd_is_released_at_resync) {
         Harness *h = start("fork.yaml");
         uint64_t id_p, id_k, id_q, u0, u, foreign, h0, a_split, a_fork, resyncs0;
         HarnessChild *q;
-        HarnessSchedAttr attr;
+        SchedAttr attr;
         Forker f;
         pid_t c;
         Sig s;
@@ -1502,7 +1502,7 @@ Test(fork, changed_outside_edfd_is_released_at_resync) {
 Test(fork, flags_changed_outside_edfd_are_released_at_resync) {
         Harness *h = start("fork.yaml");
         HarnessChild *a, *b, *k;
-        HarnessSchedAttr attr = {};
+        SchedAttr attr = {};
         uint64_t id_a, id_b, id_k;
         int r;
 
@@ -1515,7 +1515,7 @@ Test(fork, flags_changed_outside_edfd_are_released_at_resync) {
 
         r = harness_dl_set(a->pid, 2 * MS, P100, P100, 0); /* RECLAIM cleared */
         cr_assert_eq(r, 0, "clearing a's RECLAIM: %s", strerror(-r));
-        attr = (HarnessSchedAttr) { .sched_policy = HARNESS_SCHED_DEADLINE, .sched_runtime = 2 * MS,
+        attr = (SchedAttr) { .sched_policy = SCHED_DEADLINE, .sched_runtime = 2 * MS,
                                     .sched_deadline = P100, .sched_period = P100 }; /* RESET_ON_FORK cleared */
         r = harness_sched_setattr(b->pid, &attr);
         cr_assert_eq(r, 0, "clearing b's RESET_ON_FORK: %s", strerror(-r));
@@ -1523,7 +1523,7 @@ Test(fork, flags_changed_outside_edfd_are_released_at_resync) {
         expect_sig_within(h, want("ReservationRemoved", id_a, "changed"), RESYNC_WAIT_USEC, "a, RECLAIM cleared");
         expect_sig(h, want("ReservationRemoved", id_b, "changed"), "b, RESET_ON_FORK cleared");
         cr_assert_eq(res_count(h), 1, "ListReservations must hold only k, which nobody touched");
-        harness_assert_dl(k->pid, 2 * MS, P100, P100, HARNESS_SCHED_FLAG_RECLAIM);
+        harness_assert_dl(k->pid, 2 * MS, P100, P100, SCHED_FLAG_RECLAIM);
 
         release(h, id_k, "Release(k)");
         cr_assert_eq(harness_dl_reset(a->pid), 0);
@@ -1707,7 +1707,7 @@ static void run_storm(const char *config, int op, int n) {
 
         g1 = groups_text(h);
         cr_assert_str_eq(g1, g0, "ListGroups is not back where it began");
-        harness_assert_dl(f.pid, 10 * MS, P100, P100, HARNESS_SCHED_FLAG_RECLAIM);
+        harness_assert_dl(f.pid, 10 * MS, P100, P100, SCHED_FLAG_RECLAIM);
         assert_pool_settles(h0, "after the storm");
 
         /* The consistency checker runs at every resync: wait for the next periodic one. */
@@ -1979,7 +1979,7 @@ Test(fork, restart_keeps_splits) {
 Test(fork, restart_settles_what_happened_while_down) {
         Harness *h = start("fork.yaml");
         uint64_t id_p, id_k, unseen;
-        HarnessSchedAttr a;
+        SchedAttr a;
         pid_t c, d;
         Forker f;
         Sig s;
@@ -2191,7 +2191,7 @@ Test(fork, donor_exits_right_after_fork) {
         h0 = pool_baseline();
         g0 = groups_text(h);
         for (unsigned i = 0; i < 20; i++) {
-                HarnessSchedAttr a;
+                SchedAttr a;
                 uint64_t id_p;
                 Reply rp;
                 Forker f;

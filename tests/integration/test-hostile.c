@@ -37,7 +37,7 @@
 
 #include "agent.h"
 #include "harness.h"
-#include "protocol.h"
+#include "shared/protocol.h"
 
 #define MS HARNESS_MSEC
 #define US (HARNESS_MSEC / 1000)
@@ -1255,7 +1255,7 @@ static void fuzz_check(Fuzz *f) {
         for (size_t j = 0; j < n; j++) {
                 const HarnessReservation *x = &l[j];
                 bool ours_root = false, ours_nobody = false;
-                HarnessSchedAttr a;
+                SchedAttr a;
                 for (size_t k = 0; k < ELEMENTSOF(f->root_kids); k++)
                         ours_root = ours_root || x->pid == (uint32_t) f->root_kids[k]->pid;
                 for (size_t k = 0; k < ELEMENTSOF(f->nobody_kids); k++)
@@ -1275,7 +1275,7 @@ static void fuzz_check(Fuzz *f) {
                         nobody_n++;
                 }
                 cr_assert_eq(harness_sched_getattr((pid_t) x->tid, &a), 0);
-                cr_assert(a.sched_policy == HARNESS_SCHED_DEADLINE && a.sched_runtime == x->runtime &&
+                cr_assert(a.sched_policy == SCHED_DEADLINE && a.sched_runtime == x->runtime &&
                                   a.sched_deadline == x->deadline && a.sched_period == x->period,
                           "after %u calls, thread %" PRIu32 " has policy %" PRIu32 " %" PRIu64 "/%" PRIu64 "/%" PRIu64
                           ", the books say %" PRIu64 "/%" PRIu64 "/%" PRIu64,
@@ -1285,22 +1285,22 @@ static void fuzz_check(Fuzz *f) {
         /* Every deadline thread of the test's children is in the books. */
         for (size_t k = 0; k < ELEMENTSOF(f->root_kids); k++)
                 for (unsigned t = 0; t < f->root_kids[k]->n_threads; t++) {
-                        HarnessSchedAttr a;
+                        SchedAttr a;
                         bool listed = false;
                         cr_assert_eq(harness_sched_getattr(f->root_kids[k]->tids[t], &a), 0);
                         for (size_t j = 0; j < n; j++)
                                 listed = listed || l[j].tid == (uint32_t) f->root_kids[k]->tids[t];
-                        cr_assert(listed || a.sched_policy != HARNESS_SCHED_DEADLINE,
+                        cr_assert(listed || a.sched_policy != SCHED_DEADLINE,
                                   "thread %d is SCHED_DEADLINE but in no reservation after %u calls",
                                   (int) f->root_kids[k]->tids[t], f->calls);
                 }
         for (size_t k = 0; k < ELEMENTSOF(f->nobody_kids); k++) {
-                HarnessSchedAttr a;
+                SchedAttr a;
                 bool listed = false;
                 cr_assert_eq(harness_sched_getattr(f->nobody_kids[k], &a), 0);
                 for (size_t j = 0; j < n; j++)
                         listed = listed || l[j].tid == (uint32_t) f->nobody_kids[k];
-                cr_assert(listed || a.sched_policy != HARNESS_SCHED_DEADLINE,
+                cr_assert(listed || a.sched_policy != SCHED_DEADLINE,
                           "nobody's thread %d is SCHED_DEADLINE but in no reservation after %u calls",
                           (int) f->nobody_kids[k], f->calls);
         }

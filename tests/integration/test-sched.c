@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "sched.h"
+#include "sched-dl.h"
 
 #define MS UINT64_C(1000000)
 #define US UINT64_C(1000)

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bandwidth.h"
-#include "duration.h"
+#include "core/bandwidth.h"
+#include "core/duration.h"
 
 #define SENTINEL UINT64_C(0xdeadbeefcafef00d)
 #define MS NSEC_PER_MSEC

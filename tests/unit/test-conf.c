@@ -10,10 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bandwidth.h"
+#include "core/bandwidth.h"
+#include "basic/strv.h"
 #include "conf.h"
-#include "duration.h"
-#include "tree.h"
+#include "core/duration.h"
+#include "core/tree.h"
 
 #define US NSEC_PER_USEC
 #define MS NSEC_PER_MSEC

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "duration.h"
+#include "core/duration.h"
 
 #define SENTINEL UINT64_C(0xdeadbeefcafef00d)
 

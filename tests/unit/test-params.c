@@ -5,8 +5,8 @@
 #include <inttypes.h>
 #include <string.h>
 
-#include "macro.h"
-#include "params.h"
+#include "basic/macro.h"
+#include "core/params.h"
 
 #define US NSEC_PER_USEC
 #define MS NSEC_PER_MSEC

@@ -13,9 +13,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bandwidth.h"
-#include "macro.h"
-#include "tree.h"
+#include "core/bandwidth.h"
+#include "basic/macro.h"
+#include "core/tree.h"
 
 #define STEPS 100000
 #define MAX_G 40

@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bandwidth.h"
-#include "duration.h"
-#include "rate.h"
-#include "tree.h"
+#include "core/bandwidth.h"
+#include "core/duration.h"
+#include "core/rate.h"
+#include "core/tree.h"
 
 #define US NSEC_PER_USEC
 #define MS NSEC_PER_MSEC

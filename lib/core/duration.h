@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "macro.h"
+#include "basic/macro.h"
 
 #define PERCENT_PERIOD_NS (100 * NSEC_PER_MSEC)
 

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bandwidth.h"
-#include "macro.h"
-#include "tree.h"
+#include "core/bandwidth.h"
+#include "basic/macro.h"
+#include "core/tree.h"
 
 _printf_(3, 4) static int fail(char *buf, size_t size, const char *fmt, ...) {
         va_list ap;

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "duration.h"
+#include "core/duration.h"
 
 /* A decimal number "123" or "1.25" at the start of s. On success *ret_end points behind it. The
  * fraction is returned without trailing zeros as frac / 10^frac_digits. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* sched: see sched.h for the idea (pin, verify, apply, verify, roll back; two-step release). */
+/* sched: see sched-dl.h for the idea (pin, verify, apply, verify, roll back; two-step release). */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,35 +12,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "macro.h"
-#include "sched.h"
+#include "basic/macro.h"
+#include "sched-dl.h"
 
 #ifndef PIDFD_THREAD
 #define PIDFD_THREAD O_EXCL /* include/uapi/linux/pidfd.h, 6.9+ */
 #endif
 
-_Static_assert(sizeof(SchedAttr) == 56, "SCHED_ATTR_SIZE_VER1");
 _Static_assert(sizeof(SchedPidfdInfo) == 64, "PIDFD_INFO_SIZE_VER0");
-
-int sched_setattr_raw(pid_t tid, const SchedAttr *attr, unsigned flags) {
-        if (!attr)
-                return -EINVAL;
-        if (syscall(SYS_sched_setattr, tid, attr, flags) < 0)
-                return -errno;
-        return 0;
-}
-
-int sched_getattr_raw(pid_t tid, SchedAttr *attr, unsigned flags) {
-        SchedAttr a = {};
-
-        if (!attr)
-                return -EINVAL;
-        if (syscall(SYS_sched_getattr, tid, &a, (unsigned) sizeof(a), flags) < 0)
-                return -errno;
-        a.size = sizeof(a);
-        *attr = a;
-        return 0;
-}
 
 static int pidfd_open_raw(pid_t pid, unsigned flags) {
         int fd = (int) syscall(SYS_pidfd_open, pid, flags);
@@ -451,7 +430,7 @@ int sched_target_verify(const SchedTarget *t) {
         if (r != 0)
                 return r < 0 ? r : -ESRCH;
         if (t->tidfd >= 0)
-                return 0; /* see sched.h: the thread pidfd alone proves it is the same thread */
+                return 0; /* see sched-dl.h: the thread pidfd alone proves it is the same thread */
 
         r = sched_read_start_time(t->pid, t->tid, &st);
         if (r == -ENOENT)

@@ -1,23 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
 
-/* This header shares its name with the C library's <sched.h>, and the daemon's include path holds
- * this directory, so a system header's #include <sched.h> (pthread.h has one) lands here. Forward to
- * the real one first, *before* the include guard, so that this also works when the file was found
- * relative to its includer (then #include_next restarts at the top of the path, finds this file
- * again, and that inner pass forwards correctly). Renaming the module would make this unnecessary. */
-#ifdef __clang__
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Winclude-next-absolute-path"
-#endif
-#include_next <sched.h>
-#ifdef __clang__
-#pragma clang diagnostic pop
-#endif
-
-#ifndef EDFD_DAEMON_SCHED_H
-#define EDFD_DAEMON_SCHED_H
-
-/* sched: SCHED_DEADLINE through the raw sched_setattr/sched_getattr system calls, applied only to
+/* sched-dl: SCHED_DEADLINE through the raw sched_setattr/sched_getattr system calls, applied only to
  * pinned threads.
  *
  * The idea: a thread id that crosses a trust boundary can be recycled at any moment. So a thread is
@@ -37,18 +21,7 @@
 #include <sys/ioctl.h>
 #include <sys/types.h>
 
-#ifndef SCHED_DEADLINE
-#define SCHED_DEADLINE 6
-#endif
-#ifndef SCHED_FLAG_RESET_ON_FORK
-#define SCHED_FLAG_RESET_ON_FORK 0x01
-#endif
-#ifndef SCHED_FLAG_RECLAIM
-#define SCHED_FLAG_RECLAIM 0x02
-#endif
-#ifndef SCHED_FLAG_DL_OVERRUN
-#define SCHED_FLAG_DL_OVERRUN 0x04
-#endif
+#include "basic/sched-attr.h"
 
 /* The flags sched_apply_deadline() accepts from its caller. */
 #define SCHED_APPLY_FLAGS (SCHED_FLAG_RESET_ON_FORK | SCHED_FLAG_RECLAIM | SCHED_FLAG_DL_OVERRUN)
@@ -56,27 +29,6 @@
 /* The zero-bandwidth parking parameters used on the way out of SCHED_DEADLINE. */
 #define SCHED_PARK_RUNTIME UINT64_C(1024)
 #define SCHED_PARK_PERIOD UINT64_C(4194304000)
-
-/* The kernel's struct sched_attr (SCHED_ATTR_SIZE_VER1, 56 bytes). Defined here under our own name:
- * glibc 2.36 has neither the struct nor a wrapper, newer glibc has both, and the kernel's
- * <linux/sched/types.h> would clash with the latter. */
-typedef struct SchedAttr {
-        uint32_t size;
-        uint32_t sched_policy;
-        uint64_t sched_flags;
-        int32_t sched_nice;
-        uint32_t sched_priority;
-        uint64_t sched_runtime;
-        uint64_t sched_deadline;
-        uint64_t sched_period;
-        uint32_t sched_util_min;
-        uint32_t sched_util_max;
-} SchedAttr;
-
-/* The raw system calls on one thread (tid 0 = the caller). flags is the syscall's flags argument
- * (0). Return 0 or -errno; sched_getattr_raw fills *attr (size is set for the caller). */
-int sched_setattr_raw(pid_t tid, const SchedAttr *attr, unsigned flags);
-int sched_getattr_raw(pid_t tid, SchedAttr *attr, unsigned flags);
 
 /* A thread's identity, as the state records keep it to recognize the thread after a restart: where
  * the kernel has thread pidfds (pidfs, 6.9+), the inode number of the thread's pidfd with bit 63 set
@@ -230,4 +182,3 @@ typedef struct SchedPidfdInfo {
 #define SCHED_PIDFD_INFO_PID UINT64_C(1)
 #define SCHED_PIDFD_GET_INFO _IOWR(0xFF, 11, SchedPidfdInfo) /* PIDFS_IOCTL_MAGIC, 11 */
 
-#endif /* EDFD_DAEMON_SCHED_H */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <string.h>
 
-#include "macro.h"
+#include "basic/macro.h"
+#include "basic/strv.h"
 
 char **strv_free(char **l) {
         if (!l)

@@ -31,15 +31,3 @@ static inline void freep(void *p) {
         free(*(void **) p);
 }
 #define _cleanup_free_ _cleanup_(freep)
-
-/* Free a NULL-terminated array of strings and the array itself; returns NULL. */
-char **strv_free(char **l);
-static inline void strv_freep(char ***l) {
-        strv_free(*l);
-}
-#define _cleanup_strv_free_ _cleanup_(strv_freep)
-
-/* Deep copy of a NULL-terminated string array (NULL copies to NULL). Returns NULL without memory. */
-char **strv_copy(char *const *l);
-/* Number of strings in l (0 for NULL). */
-size_t strv_length(char *const *l);

@@ -2,8 +2,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "hashmap.h"
-#include "macro.h"
+#include "basic/hashmap.h"
+#include "basic/macro.h"
 
 #define HASHMAP_MIN_SLOTS 16
 

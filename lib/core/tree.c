@@ -4,10 +4,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bandwidth.h"
-#include "duration.h"
-#include "macro.h"
-#include "tree.h"
+#include "core/bandwidth.h"
+#include "core/duration.h"
+#include "basic/macro.h"
+#include "basic/strv.h"
+#include "core/tree.h"
 
 static const char *const fork_policy_table[_FORK_POLICY_MAX] = {
         [FORK_SPLIT] = "split",

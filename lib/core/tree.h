@@ -33,8 +33,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hashmap.h"
-#include "params.h"
+#include "basic/hashmap.h"
+#include "core/params.h"
 
 typedef enum ForkPolicy {
         FORK_SPLIT,
@@ -131,7 +131,7 @@ typedef struct ReservationSpec {
         uint64_t id;                 /* 0: take the next id; else re-adopt with this id (< UINT64_MAX) */
         uint32_t pid, tid;
         uint32_t uid;                /* the owner the limits are charged to */
-        uint64_t identity;           /* the thread's identity (sched.h), opaque to the core */
+        uint64_t identity;           /* the thread's identity (sched-dl.h), opaque to the core */
         DlParams params;             /* deadline 0 means the period */
         uint64_t flags;              /* opaque to the core */
         uint64_t donor;              /* re-adoption only: the id this one was split from, or 0 */

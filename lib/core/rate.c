@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "rate.h"
+#include "core/rate.h"
 
 bool rate_window_allow(RateWindow *w, uint64_t now, uint64_t max, uint64_t window) {
         if (max == 0 || window == 0)

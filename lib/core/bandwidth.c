@@ -3,8 +3,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "bandwidth.h"
-#include "duration.h"
+#include "core/bandwidth.h"
+#include "core/duration.h"
 
 int bw_of(uint64_t runtime, uint64_t period, uint64_t *ret_bw) {
         if (period == 0)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include "macro.h"
-#include "params.h"
+#include "basic/macro.h"
+#include "core/params.h"
 
 ParamsOutcome dl_params_check(DlParams *p, const DlLimits *limits) {
         uint64_t deadline = p->deadline == 0 ? p->period : p->deadline;
