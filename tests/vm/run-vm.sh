@@ -27,7 +27,8 @@
 # Environment:
 #   EDFD_VM_CACHE    cache of the kernel and root file system (default $XDG_CACHE_HOME/edfd-vm,
 #                    else /var/cache/edfd-vm); delete it to start afresh
-#   EDFD_VM_MIRROR   Debian mirror for debootstrap (default http://deb.debian.org/debian)
+#   EDFD_VM_MIRROR   Debian mirror for debootstrap (default: the one the host's apt uses for
+#                    $suite main, read from its sources.list and sources.list.d)
 #   EDFD_VM_TIMEOUT  seconds the guest may run (default 600)
 #   EDFD_VM_KEEP=1   keep the disk image and the staged tree in the cache's run/ directory
 #
@@ -48,9 +49,46 @@ src=$(cd "${1:-$here/../..}" && pwd)
 guest_build=${2:-$src/build-vm}
 cache=${EDFD_VM_CACHE:-${XDG_CACHE_HOME:+$XDG_CACHE_HOME/edfd-vm}}
 cache=${cache:-/var/cache/edfd-vm}
-mirror=${EDFD_VM_MIRROR:-http://deb.debian.org/debian}
 vm_timeout=${EDFD_VM_TIMEOUT:-600}
 suite=bookworm
+
+# The mirror the host's apt fetches "$suite main" from: the first enabled "deb" entry of
+# sources.list and sources.list.d/*.list (one-line format) or sources.list.d/*.sources (deb822),
+# in apt's own order. Prints nothing when there is none.
+host_mirror() {
+        local list parts f
+        list=$(apt-config shell l Dir::Etc::sourcelist/f 2>/dev/null | sed -n "s/^l='\(.*\)'$/\1/p")
+        parts=$(apt-config shell p Dir::Etc::sourceparts/d 2>/dev/null | sed -n "s/^p='\(.*\)'$/\1/p")
+        list=${list:-/etc/apt/sources.list} parts=${parts:-/etc/apt/sources.list.d/}
+        for f in "$list" "$parts"*.list "$parts"*.sources; do
+                [ -f "$f" ] || continue
+                case $f in
+                *.sources)
+                        awk -v suite="$suite" '
+                                function flush() {
+                                        if (types ~ /(^| )deb( |$)/ && enabled !~ /^no$/ &&
+                                            (" " suites " ") ~ (" " suite " ") && (" " comps " ") ~ / main /) {
+                                                split(uris, u, " "); print u[1]; exit
+                                        }
+                                        types = uris = suites = comps = enabled = ""
+                                }
+                                /^[ \t]*#/ { next }
+                                /^[ \t]*$/ { flush(); next }
+                                { key = tolower($1); sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
+                                  if (key == "types") types = $0; else if (key == "uris") uris = $0
+                                  else if (key == "suites") suites = $0; else if (key == "components") comps = $0
+                                  else if (key == "enabled") enabled = tolower($0) }
+                                END { flush() }' "$f" ;;
+                *)
+                        awk -v suite="$suite" '
+                                $1 == "deb" { i = 2; if ($2 ~ /^\[/) while (i <= NF && $i !~ /\]$/) i++
+                                              if ($2 ~ /^\[/) i++
+                                              if ($(i + 1) == suite) for (j = i + 2; j <= NF; j++)
+                                                      if ($j == "main") { print $i; exit } }' "$f" ;;
+                esac
+        done | head -n 1
+}
+mirror=${EDFD_VM_MIRROR:-$(host_mirror)}
 # What the guest needs besides the libraries that ldd finds: libpam-systemd provides the logind
 # that polkitd depends on (debootstrap does not resolve virtual packages).
 base_packages=(systemd systemd-sysv dbus libpam-systemd polkitd util-linux procps)
@@ -223,6 +261,7 @@ rootfs_state=cached
 if [ ! -d "$rootfs" ]; then
         rootfs_state=built
         echo "# building the root file system ($suite, $packages)"
+        [ -n "$mirror" ] || skip "no Debian mirror for $suite main in the host's apt sources (set EDFD_VM_MIRROR)"
         rm -rf "$cache"/rootfs-*
         tmp=$cache/rootfs.tmp
         rm -rf "$tmp"
