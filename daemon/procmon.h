@@ -10,7 +10,7 @@
  * and the next read fails with ENOBUFS. One ENOBUFS stands for an overflow episode (any number of
  * lost events), so the caller must then resynchronise from /proc rather than count losses.
  *
- * Facts measured on this kernel (see KERNEL-NOTES.md) that consumers must respect:
+ * Facts measured on this kernel (docs/design.md, What the kernel does) that consumers must respect:
  *   - for a new thread (pthread_create, CLONE_THREAD) the FORK event's parent_pid/parent_tgid name
  *     the process's *parent*, not the thread that called pthread_create; the thread's own process is
  *     its tgid. Match new threads on tgid (the child's tgid), never on parent_*.

@@ -12,7 +12,7 @@
  * microseconds between the two checks and then restored.
  *
  * Releasing bandwidth is two steps, because switching a *sleeping* deadline task straight to
- * SCHED_OTHER was seen to leave its bandwidth charged in the kernel for good (KERNEL-NOTES.md):
+ * SCHED_OTHER was seen to leave its bandwidth charged in the kernel for good (docs/design.md, What the kernel does):
  * first DL->DL to runtime 1024 ns, deadline = period = 4194304000 ns, whose bandwidth
  * (1024 << 20) / 4194304000 rounds to 0, then SCHED_OTHER. */
 

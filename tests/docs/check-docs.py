@@ -17,6 +17,7 @@ across lines or lost to a formatting mistake counts as missing. A check whose to
 (scdoc, man, cc, dbus-daemon, root for SCHED_DEADLINE) is skipped with the reason.
 """
 
+import glob
 import os
 import re
 import shutil
@@ -507,8 +508,8 @@ def check_dbus(mandir, xml, protocol_h, daemon_dir):
         t.ok(value in p.section("SYNOPSIS"), f"org.edfd.Admission1(5) SYNOPSIS names {value} ({macro})")
     # Every reason the daemon puts in a signal is explained under SIGNALS.
     reasons = set()
-    for f in ("manager.c", "manager-bus.c"):
-        for line in open(os.path.join(daemon_dir, f)):
+    for f in sorted(glob.glob(os.path.join(daemon_dir, "manager*.c"))):
+        for line in open(f):
             call = re.search(r"(manager_bus_emit_(added|removed|changed)|release_books|manager_release)\(", line)
             if call and not re.match(r"^\w", line):
                 reasons.update(re.findall(r'"([a-z]+)"', line))

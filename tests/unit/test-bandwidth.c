@@ -44,7 +44,7 @@ static const BwCase bw_cases[] = {
         { 0,                         1,              0,       0 },
         { 0,                         UINT64_MAX,     0,       0 },
         { 1,                         UINT64_MAX,     0,       0 },
-        { 1024,                      UINT64_C(4194304000), 0, 0 },   /* rounds to zero (KERNEL-NOTES) */
+        { 1024,                      UINT64_C(4194304000), 0, 0 },   /* rounds to zero (docs/design.md) */
         { 1,                         BW_UNIT,        0,       1 },
         { 1,                         BW_UNIT + 1,    0,       0 },
         { 950000,                    1000000,        0,       996147 },
