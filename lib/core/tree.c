@@ -110,10 +110,7 @@ char *refusal_format(const Refusal *r, char *buf, size_t size) {
                          name, GROUP_NAME_MAX, GROUP_DEPTH_MAX);
                 break;
         case ADMIT_NO_SUCH_RESERVATION:
-                if (r->id != 0)
-                        snprintf(buf, size, "no reservation %" PRIu64, r->id);
-                else
-                        snprintf(buf, size, "no such reservation");
+                snprintf(buf, size, "no reservation %" PRIu64, r->id);
                 break;
         case ADMIT_ALREADY_ADMITTED:
                 snprintf(buf, size, "the thread holds a reservation already (id %" PRIu64 ")", r->id);

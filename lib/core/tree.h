@@ -100,7 +100,7 @@ typedef struct Refusal {
         const char *user;            /* LIMIT_EXCEEDED, RATE_LIMITED: the owner's user name, shown as
                                       * "user NAME: " before the sentence; NULL: not shown */
         uint64_t id;                 /* ALREADY_ADMITTED: the id the thread holds; ID_IN_USE, NOT_YOURS and
-                                      * NO_SUCH_RESERVATION: the id asked for (0: none named) */
+                                      * NO_SUCH_RESERVATION: the id asked for */
         uint64_t pid, tid;           /* the process and thread asked for (BAD_PID, NO_SUCH_THREAD, ...) */
         uint32_t uid;                /* NOT_OWNER, NOT_ALLOWED: the caller's uid */
         uint32_t owner;              /* NOT_OWNER: the thread's owner */
