@@ -16,6 +16,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "core/admission.h"
 #include "core/bandwidth.h"
 #include "conf.h"
 #include "core/duration.h"
@@ -818,24 +819,6 @@ static bool is_alnum(char ch) {
         return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
 }
 
-/* Explain why name is not a valid group name, or return NULL when it is one. */
-static const char *group_name_problem(const char *name, size_t len) {
-        if (len == 0)
-                return "is empty";
-        if (len > GROUP_NAME_MAX)
-                return "is longer than " STR(GROUP_NAME_MAX) " bytes";
-        if (!is_alnum(name[0]))
-                return "must start with a letter or a digit";
-        if (len > 7 && memcmp(name, "cgroup.", 7) == 0)
-                return "must not start with \"cgroup.\" (the kernel's own files)";
-        for (size_t i = 0; i < len; i++)
-                if (!is_alnum(name[i]) && name[i] != '_' && name[i] != '-' && name[i] != '.')
-                        return "may hold only letters, digits, _ . and - (no / or spaces)";
-        if (!group_path_valid(name))
-                return "is not a valid group name";
-        return NULL;
-}
-
 /* Explain why s is not a user name, or NULL. Names as in /etc/passwd: letters, digits, _ . -,
  * not starting with -, an optional final $ (machine accounts), not all digits (that is a uid). */
 static const char *user_name_problem(const char *s, size_t len) {
@@ -1083,7 +1066,7 @@ static void walk_groups(Ctx *c, Node *v, const char *parent_path, unsigned depth
                 if (k->skip)
                         continue;
                 path_push(c, k->value);
-                why = group_name_problem(k->value, k->len);
+                why = admission_group_name_problem(k->value, k->len);
                 if (why)
                         error_node(c, k, "the group name \"%s\" %s", show(k->value, k->len, buf), why);
                 else if (depth > GROUP_DEPTH_MAX)

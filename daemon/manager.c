@@ -452,7 +452,7 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
 
         other = tree_find_thread(m->tree, tid);
         if (other) {
-                rf = (Refusal) { .outcome = ADMIT_ALREADY_ADMITTED, .name = g->path, .have = other->id };
+                rf = (Refusal) { .outcome = ADMIT_ALREADY_ADMITTED, .name = g->path, .id = other->id };
                 return op_refused(error, &rf);
         }
 

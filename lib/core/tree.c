@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/admission.h"
 #include "core/bandwidth.h"
 #include "core/duration.h"
 #include "basic/macro.h"
@@ -47,6 +48,21 @@ const char *admit_outcome_to_string(AdmitOutcome o) {
                 [ADMIT_FORK_NONE] = "FORK_NONE",
                 [ADMIT_SPLIT_TOO_SMALL] = "SPLIT_TOO_SMALL",
                 [ADMIT_LIMIT_EXCEEDED] = "LIMIT_EXCEEDED",
+                [ADMIT_BAD_FLAGS] = "BAD_FLAGS",
+                [ADMIT_BAD_PID] = "BAD_PID",
+                [ADMIT_PID_ONE] = "PID_ONE",
+                [ADMIT_NO_SUCH_THREAD] = "NO_SUCH_THREAD",
+                [ADMIT_KERNEL_THREAD] = "KERNEL_THREAD",
+                [ADMIT_PROCESS_GONE] = "PROCESS_GONE",
+                [ADMIT_NOT_OWNER] = "NOT_OWNER",
+                [ADMIT_NOT_ALLOWED] = "NOT_ALLOWED",
+                [ADMIT_MOVE_NOT_ALLOWED] = "MOVE_NOT_ALLOWED",
+                [ADMIT_NO_CGROUP] = "NO_CGROUP",
+                [ADMIT_THREAD_GONE] = "THREAD_GONE",
+                [ADMIT_FOREIGN_DEADLINE] = "FOREIGN_DEADLINE",
+                [ADMIT_RATE_LIMITED] = "RATE_LIMITED",
+                [ADMIT_NOT_YOURS] = "NOT_YOURS",
+                [ADMIT_BAD_GROUP_BANDWIDTH] = "BAD_GROUP_BANDWIDTH",
         };
         if ((unsigned) o >= _ADMIT_MAX)
                 return "UNKNOWN";
@@ -54,23 +70,32 @@ const char *admit_outcome_to_string(AdmitOutcome o) {
 }
 
 char *refusal_format(const Refusal *r, char *buf, size_t size) {
-        char a[DURATION_MAX], b[DURATION_MAX];
+        char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX];
         const char *name = r->name ? r->name : "?";
+        size_t n = 0;
+
+        /* Per-user limits name the user when the caller knows the name. */
+        if (r->user && (r->outcome == ADMIT_LIMIT_EXCEEDED || r->outcome == ADMIT_RATE_LIMITED)) {
+                int k = snprintf(buf, size, "user %s: ", r->user);
+                n = k < 0 ? 0 : MIN((size_t) k, size > 0 ? size - 1 : 0);
+                buf += n;
+                size -= n;
+        }
 
         switch (r->outcome) {
         case ADMIT_OK:
                 snprintf(buf, size, "accepted");
                 break;
         case ADMIT_OVER_BUDGET:
-                snprintf(buf, size, "%s: %s free, request needs %s", name, bw_format(r->have, a),
-                         bw_format_up(r->need, b));
+                snprintf(buf, size, "%s: %s free, request needs %s", name, bw_format(r->free_bw, a),
+                         bw_format_up(r->need_bw, b));
                 break;
         case ADMIT_BAD_PARAMS:
                 snprintf(buf, size, "invalid parameters: %s", params_outcome_to_string(r->params));
                 break;
         case ADMIT_ABOVE_ONE_CPU:
                 snprintf(buf, size, "a single thread cannot hold more than 100%% of one CPU (request needs %s)",
-                         bw_format_up(r->need, b));
+                         bw_format_up(r->need_bw, b));
                 break;
         case ADMIT_NO_SUCH_GROUP:
                 snprintf(buf, size, "no group \"%s\"", name);
@@ -85,21 +110,21 @@ char *refusal_format(const Refusal *r, char *buf, size_t size) {
                          name, GROUP_NAME_MAX, GROUP_DEPTH_MAX);
                 break;
         case ADMIT_NO_SUCH_RESERVATION:
-                snprintf(buf, size, "no such reservation");
+                snprintf(buf, size, "no reservation %" PRIu64, r->id);
                 break;
         case ADMIT_ALREADY_ADMITTED:
-                snprintf(buf, size, "the thread holds a reservation already (id %" PRIu64 ")", r->have);
+                snprintf(buf, size, "the thread holds a reservation already (id %" PRIu64 ")", r->id);
                 break;
         case ADMIT_ID_IN_USE:
-                snprintf(buf, size, "reservation id %" PRIu64 " is in use", r->need);
+                snprintf(buf, size, "reservation id %" PRIu64 " is in use", r->id);
                 break;
         case ADMIT_GROUP_NOT_EMPTY:
                 snprintf(buf, size, "%s: group still holds %" PRIu64 " groups and %" PRIu64 " reservations", name,
-                         r->have, r->need);
+                         r->n_groups, r->n_reservations);
                 break;
         case ADMIT_BELOW_ALLOCATED:
-                snprintf(buf, size, "%s: %s is allocated, cannot shrink to %s", name, bw_format(r->have, a),
-                         bw_format(r->need, b));
+                snprintf(buf, size, "%s: %s is allocated, cannot shrink to %s", name, bw_format(r->allocated_bw, a),
+                         bw_format(r->size_bw, b));
                 break;
         case ADMIT_IS_ROOT:
                 snprintf(buf, size, "the root group cannot be changed or removed");
@@ -107,47 +132,95 @@ char *refusal_format(const Refusal *r, char *buf, size_t size) {
         case ADMIT_FORK_NONE:
                 snprintf(buf, size, "%s: fork policy is none", name);
                 break;
-        case ADMIT_SPLIT_TOO_SMALL: {
-                char c[DURATION_MAX];
+        case ADMIT_SPLIT_TOO_SMALL:
                 snprintf(buf, size, "%s: a split would leave %s, below the minimum of %s", name,
-                         duration_format(r->need, c), duration_format(r->min, a));
+                         duration_format(r->split_runtime, c), duration_format(r->min_runtime, a));
                 break;
-        }
         case ADMIT_LIMIT_EXCEEDED:
                 if (r->limit && strcmp(r->limit, "reservations") == 0)
-                        snprintf(buf, size, "per-user limit of %" PRIu64 " reservations reached (%" PRIu64 " held)", r->min,
-                                 r->have);
-                else {
-                        char c[DURATION_MAX];
-                        snprintf(buf, size, "per-user bandwidth limit %s: %s held, request needs %s", bw_format(r->min, c),
-                                 bw_format(r->have, a), bw_format_up(r->need, b));
-                }
+                        snprintf(buf, size, "per-user limit of %" PRIu64 " reservations reached (%" PRIu64 " held)",
+                                 r->limit_count, r->held_count);
+                else
+                        snprintf(buf, size, "per-user bandwidth limit %s: %s held, request needs %s",
+                                 bw_format(r->limit_bw, c), bw_format(r->held_bw, a), bw_format_up(r->need_bw, b));
+                break;
+        case ADMIT_BAD_FLAGS:
+                snprintf(buf, size, "unknown flags 0x%" PRIx64 " (known: 1 reclaim, 2 overrun signal, 4 move)", r->flags);
+                break;
+        case ADMIT_BAD_PID:
+        case ADMIT_NO_SUCH_THREAD:
+                snprintf(buf, size, "no thread %" PRIu64 " in process %" PRIu64, r->tid, r->pid);
+                break;
+        case ADMIT_PID_ONE:
+                snprintf(buf, size, "pid 1 is never admitted: under a fork policy every process it starts would be split");
+                break;
+        case ADMIT_KERNEL_THREAD:
+                snprintf(buf, size, "process %" PRIu64 " is a kernel thread: not edfd's to change", r->pid);
+                break;
+        case ADMIT_PROCESS_GONE:
+                snprintf(buf, size, "process %" PRIu64 " is gone", r->pid);
+                break;
+        case ADMIT_NOT_OWNER:
+                snprintf(buf, size, "thread %" PRIu64 " belongs to uid %u, not to you (uid %u)", r->tid,
+                         (unsigned) r->owner, (unsigned) r->uid);
+                break;
+        case ADMIT_NOT_ALLOWED:
+                snprintf(buf, size, "group %s does not allow uid %u (see its users: list)", name, (unsigned) r->uid);
+                break;
+        case ADMIT_MOVE_NOT_ALLOWED:
+                snprintf(buf, size,
+                         "moving a process into edfd's cgroups (flag 4) needs root or polkit's "
+                         "org.edfd.Admission1.manage: it would leave its user slice's limits");
+                break;
+        case ADMIT_NO_CGROUP:
+                snprintf(buf, size, "group %s has no cgroup to move into%s", name,
+                         r->cgroup_root_unusable ? " (the cgroup root is not usable)" : "");
+                break;
+        case ADMIT_THREAD_GONE:
+                snprintf(buf, size, "thread %" PRIu64 " is gone", r->tid);
+                break;
+        case ADMIT_FOREIGN_DEADLINE:
+                snprintf(buf, size, "thread %" PRIu64 " is SCHED_DEADLINE already (%s/%s), set outside edfd", r->tid,
+                         duration_format(r->foreign.runtime, a), duration_format(r->foreign.period, b));
+                break;
+        case ADMIT_RATE_LIMITED:
+                snprintf(buf, size, "rate limit of %" PRIu64 " requests per %s reached; try again later", r->limit_count,
+                         duration_format(r->window, a));
+                break;
+        case ADMIT_NOT_YOURS:
+                snprintf(buf, size, "reservation %" PRIu64 " is not yours", r->id);
+                break;
+        case ADMIT_BAD_GROUP_BANDWIDTH:
+                snprintf(buf, size,
+                         "group bandwidth needs a period > 0 and a runtime of at least %" PRIu64 " ns "
+                         "(and below 2^%d ns)",
+                         DL_RUNTIME_MIN, 64 - BW_SHIFT);
                 break;
         default:
                 snprintf(buf, size, "refused");
         }
-        return buf;
+        return buf - n;
 }
 
-static int refuse(Refusal *ret, AdmitOutcome o, const char *name, uint64_t have, uint64_t need) {
+/* A refusal that names only a group. */
+static int refuse(Refusal *ret, AdmitOutcome o, const char *name) {
         if (ret)
-                *ret = (Refusal) { .outcome = o, .name = name, .have = have, .need = need };
+                *ret = (Refusal) { .outcome = o, .name = name };
         return (int) o;
 }
 
-static int refuse_params(Refusal *ret, ParamsOutcome p) {
+/* "the thread holds other already", refused in g. */
+static int refuse_admitted(Refusal *ret, const Group *g, const Reservation *other) {
         if (ret)
-                *ret = (Refusal) { .outcome = ADMIT_BAD_PARAMS, .params = p };
-        return ADMIT_BAD_PARAMS;
+                *ret = (Refusal) { .outcome = ADMIT_ALREADY_ADMITTED, .name = g->path, .id = other->id };
+        return ADMIT_ALREADY_ADMITTED;
 }
 
 uint64_t group_free_bw(const Group *g) {
         return g->allocated >= g->bw ? 0 : g->bw - g->allocated;
 }
 
-/* Room for `more` in g once `less` is given back; the root must not be over-committed either,
- * since then every admission waits until the capacity fits again. */
-static bool group_has_room(const Tree *t, const Group *g, uint64_t less, uint64_t more) {
+bool group_has_room(const Tree *t, const Group *g, uint64_t less, uint64_t more) {
         uint64_t after;
 
         if (t->root->allocated > t->root->bw)
@@ -158,31 +231,20 @@ static bool group_has_room(const Tree *t, const Group *g, uint64_t less, uint64_
         return after <= g->bw;
 }
 
-/* A refusal for "no room in g for need". */
-static int refuse_budget(Refusal *ret, const Tree *t, const Group *g, uint64_t need) {
-        if (t->root->allocated > t->root->bw)
-                return refuse(ret, ADMIT_OVER_BUDGET, t->root->path, 0, need);
-        return refuse(ret, ADMIT_OVER_BUDGET, g->path, group_free_bw(g), need);
+int group_refuse_budget(const Tree *t, const Group *g, uint64_t need, Refusal *ret) {
+        bool over = t->root->allocated > t->root->bw;
+
+        if (ret)
+                *ret = (Refusal) { .outcome = ADMIT_OVER_BUDGET, .name = over ? t->root->path : g->path,
+                                   .free_bw = over ? 0 : group_free_bw(g), .need_bw = need };
+        return ADMIT_OVER_BUDGET;
 }
 
 /* --- groups --- */
 
+/* The rule for a component is the admission module's. */
 static bool component_valid(const char *s, size_t n) {
-        if (n == 0 || n > GROUP_NAME_MAX)
-                return false;
-        /* Start with a letter or digit: that keeps ".", "..", hidden names, the kernel's
-         * "cgroup.*" files and edfd's own "_leaf" cgroup out of the group namespace. */
-        if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') || (s[0] >= '0' && s[0] <= '9')))
-                return false;
-        if (n >= 7 && memcmp(s, "cgroup.", 7) == 0)
-                return false;
-        for (size_t i = 0; i < n; i++) {
-                char c = s[i];
-                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-                      c == '-' || c == '.'))
-                        return false;
-        }
-        return true;
+        return admission_group_name_problem(s, n) == NULL;
 }
 
 bool group_path_valid(const char *path) {
@@ -374,11 +436,12 @@ int group_create(Tree *t, const char *path, const GroupSpec *spec, Group **ret, 
         Group *parent, *g;
         const char *slash;
         uint64_t bw;
+        int k;
 
         if (!group_path_valid(path) || strcmp(path, "/") == 0)
-                return refuse(ret_refusal, ADMIT_BAD_GROUP_NAME, path, 0, 0);
+                return refuse(ret_refusal, ADMIT_BAD_GROUP_NAME, path);
         if (tree_find_group(t, path))
-                return refuse(ret_refusal, ADMIT_GROUP_EXISTS, path, 0, 0);
+                return refuse(ret_refusal, ADMIT_GROUP_EXISTS, path);
 
         slash = strrchr(path, '/');
         if (slash) {
@@ -387,18 +450,15 @@ int group_create(Tree *t, const char *path, const GroupSpec *spec, Group **ret, 
                         return -ENOMEM;
                 parent = tree_find_group(t, parent_path);
                 if (!parent)
-                        return refuse(ret_refusal, ADMIT_NO_SUCH_GROUP, path, 0, 0);
+                        return refuse(ret_refusal, ADMIT_NO_SUCH_GROUP, path);
         } else
                 parent = t->root;
 
-        if (spec->period == 0)
-                return refuse_params(ret_refusal, PARAMS_PERIOD_ZERO);
-        if (spec->runtime < DL_RUNTIME_MIN)
-                return refuse_params(ret_refusal, PARAMS_RUNTIME_TOO_SMALL);
-        if (bw_of(spec->runtime, spec->period, &bw) < 0)
-                return refuse_params(ret_refusal, PARAMS_BIT63);
+        k = admission_group_bandwidth(spec->runtime, spec->period, &bw, ret_refusal);
+        if (k != 0)
+                return k;
         if (!group_has_room(t, parent, 0, bw))
-                return refuse_budget(ret_refusal, t, parent, bw);
+                return group_refuse_budget(t, parent, bw, ret_refusal);
 
         if (hashmap_reserve(&t->groups, t->groups.n_items + 1) < 0)
                 return -ENOMEM;
@@ -446,19 +506,21 @@ int group_create(Tree *t, const char *path, const GroupSpec *spec, Group **ret, 
 
 int group_set_bandwidth(Tree *t, Group *g, uint64_t runtime, uint64_t period, Refusal *ret_refusal) {
         uint64_t bw;
+        int k;
 
         if (g == t->root)
-                return refuse(ret_refusal, ADMIT_IS_ROOT, g->path, 0, 0);
-        if (period == 0)
-                return refuse_params(ret_refusal, PARAMS_PERIOD_ZERO);
-        if (runtime < DL_RUNTIME_MIN)
-                return refuse_params(ret_refusal, PARAMS_RUNTIME_TOO_SMALL);
-        if (bw_of(runtime, period, &bw) < 0)
-                return refuse_params(ret_refusal, PARAMS_BIT63);
-        if (bw < g->allocated)
-                return refuse(ret_refusal, ADMIT_BELOW_ALLOCATED, g->path, g->allocated, bw);
+                return refuse(ret_refusal, ADMIT_IS_ROOT, g->path);
+        k = admission_group_bandwidth(runtime, period, &bw, ret_refusal);
+        if (k != 0)
+                return k;
+        if (bw < g->allocated) {
+                if (ret_refusal)
+                        *ret_refusal = (Refusal) { .outcome = ADMIT_BELOW_ALLOCATED, .name = g->path,
+                                                   .allocated_bw = g->allocated, .size_bw = bw };
+                return ADMIT_BELOW_ALLOCATED;
+        }
         if (bw > g->bw && !group_has_room(t, g->parent, g->bw, bw))
-                return refuse_budget(ret_refusal, t, g->parent, bw - g->bw);
+                return group_refuse_budget(t, g->parent, bw - g->bw, ret_refusal);
 
         g->parent->allocated = g->parent->allocated - g->bw + bw;
         g->runtime = runtime;
@@ -469,9 +531,13 @@ int group_set_bandwidth(Tree *t, Group *g, uint64_t runtime, uint64_t period, Re
 
 int group_remove(Tree *t, Group *g, Refusal *ret_refusal) {
         if (g == t->root)
-                return refuse(ret_refusal, ADMIT_IS_ROOT, g->path, 0, 0);
-        if (g->first_child || g->first_reservation)
-                return refuse(ret_refusal, ADMIT_GROUP_NOT_EMPTY, g->path, g->n_children, g->n_reservations);
+                return refuse(ret_refusal, ADMIT_IS_ROOT, g->path);
+        if (g->first_child || g->first_reservation) {
+                if (ret_refusal)
+                        *ret_refusal = (Refusal) { .outcome = ADMIT_GROUP_NOT_EMPTY, .name = g->path,
+                                                   .n_groups = g->n_children, .n_reservations = g->n_reservations };
+                return ADMIT_GROUP_NOT_EMPTY;
+        }
 
         groups_index_remove(t, g);
         group_unlink_child(g->parent, g);
@@ -501,14 +567,15 @@ int user_limits_check(const Tree *t, uint32_t uid, const UserLimits *limits, uin
         if (add_n > 0 && limits->reservations != UINT64_MAX && (uint64_t) u.n + add_n > limits->reservations) {
                 if (ret_refusal)
                         *ret_refusal = (Refusal) { .outcome = ADMIT_LIMIT_EXCEEDED, .limit = "reservations",
-                                                   .have = u.n, .need = add_n, .min = limits->reservations };
+                                                   .held_count = u.n, .need_count = add_n,
+                                                   .limit_count = limits->reservations };
                 return ADMIT_LIMIT_EXCEEDED;
         }
         if (add_bw > 0 && limits->bandwidth != UINT64_MAX &&
             (__builtin_add_overflow(u.bw, add_bw, &bw) || bw > limits->bandwidth)) {
                 if (ret_refusal)
-                        *ret_refusal = (Refusal) { .outcome = ADMIT_LIMIT_EXCEEDED, .limit = "bandwidth", .have = u.bw,
-                                                   .need = add_bw, .min = limits->bandwidth };
+                        *ret_refusal = (Refusal) { .outcome = ADMIT_LIMIT_EXCEEDED, .limit = "bandwidth",
+                                                   .held_bw = u.bw, .need_bw = add_bw, .limit_bw = limits->bandwidth };
                 return ADMIT_LIMIT_EXCEEDED;
         }
         return 0;
@@ -658,20 +725,9 @@ static void reservation_unlink(Tree *t, Reservation *r) {
         t->n_reservations--;
 }
 
-/* Check params and compute their bandwidth; a refusal or 0. */
+/* Check params and compute their bandwidth (the admission module's rule); a refusal or 0. */
 static int params_bw(const Tree *t, DlParams *p, uint64_t *ret_bw, Refusal *ret_refusal) {
-        ParamsOutcome o;
-        uint64_t bw;
-
-        o = dl_params_check(p, &t->limits);
-        if (o != PARAMS_OK)
-                return refuse_params(ret_refusal, o);
-        if (bw_of(p->runtime, p->period, &bw) < 0)
-                return refuse_params(ret_refusal, PARAMS_BIT63);
-        if (bw > BW_UNIT) /* cannot happen with runtime <= period; kept as the rule it is */
-                return refuse(ret_refusal, ADMIT_ABOVE_ONE_CPU, NULL, 0, bw);
-        *ret_bw = bw;
-        return 0;
+        return admission_params(&t->limits, p, ret_bw, ret_refusal);
 }
 
 int reservation_admit(Tree *t, Group *g, const ReservationSpec *spec, Reservation **ret, Refusal *ret_refusal) {
@@ -685,14 +741,17 @@ int reservation_admit(Tree *t, Group *g, const ReservationSpec *spec, Reservatio
                 return k;
         other = tree_find_thread(t, spec->tid);
         if (other)
-                return refuse(ret_refusal, ADMIT_ALREADY_ADMITTED, g->path, other->id, 0);
+                return refuse_admitted(ret_refusal, g, other);
         /* UINT64_MAX is never an id: next_id must stay above every id without wrapping. */
-        if (spec->id == UINT64_MAX || (spec->id != 0 && tree_find_reservation(t, spec->id)))
-                return refuse(ret_refusal, ADMIT_ID_IN_USE, g->path, 0, spec->id);
+        if (spec->id == UINT64_MAX || (spec->id != 0 && tree_find_reservation(t, spec->id))) {
+                if (ret_refusal)
+                        *ret_refusal = (Refusal) { .outcome = ADMIT_ID_IN_USE, .name = g->path, .id = spec->id };
+                return ADMIT_ID_IN_USE;
+        }
         if (spec->id == 0 && t->next_id == UINT64_MAX)
                 return -EOVERFLOW; /* after 2^64 admissions; keeps ids unique forever */
         if (!group_has_room(t, g, 0, bw))
-                return refuse_budget(ret_refusal, t, g, bw);
+                return group_refuse_budget(t, g, bw, ret_refusal);
 
         if (indexes_reserve(t, spec->uid) < 0)
                 return -ENOMEM;
@@ -754,7 +813,7 @@ int reservation_update(Tree *t, Reservation *r, const DlParams *params, Refusal 
         if (k != 0)
                 return k;
         if (bw > r->bw && !group_has_room(t, r->group, r->bw, bw))
-                return refuse_budget(ret_refusal, t, r->group, bw);
+                return group_refuse_budget(t, r->group, bw, ret_refusal);
         r->group->allocated = r->group->allocated - r->bw + bw;
         usage_add(t, r->uid, 0, bw, r->bw);
         r->params = p;
@@ -778,10 +837,10 @@ int reservation_split_as(Tree *t, Reservation *donor, ForkPolicy policy, uint32_
         Reservation *c, *other;
 
         if (policy == FORK_NONE)
-                return refuse(ret_refusal, ADMIT_FORK_NONE, g->path, 0, 0);
+                return refuse(ret_refusal, ADMIT_FORK_NONE, g->path);
         other = tree_find_thread(t, child_tid);
         if (other)
-                return refuse(ret_refusal, ADMIT_ALREADY_ADMITTED, g->path, other->id, 0);
+                return refuse_admitted(ret_refusal, g, other);
         if (t->next_id == UINT64_MAX)
                 return -EOVERFLOW;
         if (indexes_reserve(t, donor->uid) < 0)
@@ -812,7 +871,7 @@ int reservation_split_as(Tree *t, Reservation *donor, ForkPolicy policy, uint32_
                 free(c);
                 if (ret_refusal)
                         *ret_refusal = (Refusal) { .outcome = ADMIT_SPLIT_TOO_SMALL, .name = g->path,
-                                                   .need = half.runtime, .min = g->min_split_runtime };
+                                                   .split_runtime = half.runtime, .min_runtime = g->min_split_runtime };
                 return ADMIT_SPLIT_TOO_SMALL;
         }
         /* Both halves keep runtime <= deadline <= period and a period within limits. */

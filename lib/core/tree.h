@@ -66,6 +66,22 @@ typedef enum AdmitOutcome {
         ADMIT_FORK_NONE,          /* the group's fork/threads policy is none */
         ADMIT_SPLIT_TOO_SMALL,    /* half the donor's runtime is below the minimum split */
         ADMIT_LIMIT_EXCEEDED,     /* the owner's per-user limit (Refusal.limit names which) */
+        /* The admission module's (core/admission.h), for what is decided before the books: */
+        ADMIT_BAD_FLAGS,          /* unknown admit flags */
+        ADMIT_BAD_PID,            /* a pid or tid beyond the kernel's range */
+        ADMIT_PID_ONE,            /* pid 1 is never admitted */
+        ADMIT_NO_SUCH_THREAD,     /* no such thread in that process */
+        ADMIT_KERNEL_THREAD,      /* a kernel thread */
+        ADMIT_PROCESS_GONE,       /* the process ended before its owner was read */
+        ADMIT_NOT_OWNER,          /* the thread belongs to another user than the caller */
+        ADMIT_NOT_ALLOWED,        /* the group's users: list leaves the caller out */
+        ADMIT_MOVE_NOT_ALLOWED,   /* moving into edfd's cgroups needs more than the caller has */
+        ADMIT_NO_CGROUP,          /* a move into a group that has no (usable) cgroup */
+        ADMIT_THREAD_GONE,        /* the thread ended before its policy was read */
+        ADMIT_FOREIGN_DEADLINE,   /* the thread is SCHED_DEADLINE already, set outside edfd */
+        ADMIT_RATE_LIMITED,       /* the caller's request rate limit */
+        ADMIT_NOT_YOURS,          /* a reservation of another user */
+        ADMIT_BAD_GROUP_BANDWIDTH, /* CreateGroup/SetGroup numbers out of bounds (Refusal.params says which) */
         _ADMIT_MAX,
 } AdmitOutcome;
 
@@ -75,15 +91,38 @@ const char *admit_outcome_to_string(AdmitOutcome o);
 typedef struct Group Group;
 typedef struct Reservation Reservation;
 
-/* Why something was refused, with the numbers a person needs. Filled on refusals only. */
+/* Why something was refused, with the numbers a person needs. Filled on refusals only; every
+ * field has one meaning, and each outcome fills only the fields named for it (the rest are 0). */
 typedef struct Refusal {
         AdmitOutcome outcome;
-        ParamsOutcome params;    /* for ADMIT_BAD_PARAMS */
-        const char *name;        /* group path or NULL */
-        uint64_t have;           /* free bandwidth (OVER_BUDGET), allocated (BELOW_ALLOCATED), ... */
-        uint64_t need;           /* what the request needs */
-        uint64_t min;            /* minimum split runtime (SPLIT_TOO_SMALL), the limit (LIMIT_EXCEEDED) */
-        const char *limit;       /* LIMIT_EXCEEDED: "bandwidth" or "reservations" */
+        ParamsOutcome params;        /* BAD_PARAMS, BAD_GROUP_BANDWIDTH: which parameter rule */
+        const char *name;            /* the group's path (or the path asked for), or NULL */
+        const char *user;            /* LIMIT_EXCEEDED, RATE_LIMITED: the owner's user name, shown as
+                                      * "user NAME: " before the sentence; NULL: not shown */
+        uint64_t id;                 /* ALREADY_ADMITTED: the id the thread holds; ID_IN_USE, NOT_YOURS and
+                                      * NO_SUCH_RESERVATION: the id asked for */
+        uint64_t pid, tid;           /* the process and thread asked for (BAD_PID, NO_SUCH_THREAD, ...) */
+        uint32_t uid;                /* NOT_OWNER, NOT_ALLOWED: the caller's uid */
+        uint32_t owner;              /* NOT_OWNER: the thread's owner */
+        uint64_t flags;              /* BAD_FLAGS: the unknown bits */
+        uint64_t free_bw;            /* OVER_BUDGET: what the group has free (0 when the root is over-committed) */
+        uint64_t need_bw;            /* OVER_BUDGET, ABOVE_ONE_CPU, LIMIT_EXCEEDED ("bandwidth"): what the
+                                      * request needs */
+        uint64_t allocated_bw;       /* BELOW_ALLOCATED: what the group holds */
+        uint64_t size_bw;            /* BELOW_ALLOCATED: the bandwidth the group was to shrink to */
+        uint64_t n_groups;           /* GROUP_NOT_EMPTY: the groups it holds */
+        uint64_t n_reservations;     /* GROUP_NOT_EMPTY: the reservations it holds */
+        uint64_t split_runtime;      /* SPLIT_TOO_SMALL: the runtime a split would leave */
+        uint64_t min_runtime;        /* SPLIT_TOO_SMALL: the group's minimum split runtime */
+        const char *limit;           /* LIMIT_EXCEEDED: "bandwidth" or "reservations" */
+        uint64_t limit_bw;           /* LIMIT_EXCEEDED ("bandwidth"): the owner's bandwidth limit */
+        uint64_t held_bw;            /* LIMIT_EXCEEDED ("bandwidth"): what the owner holds */
+        uint64_t limit_count;        /* LIMIT_EXCEEDED ("reservations"): the limit; RATE_LIMITED: requests per window */
+        uint64_t held_count;         /* LIMIT_EXCEEDED ("reservations"): the reservations the owner holds */
+        uint64_t need_count;         /* LIMIT_EXCEEDED ("reservations"): the reservations asked for */
+        uint64_t window;             /* RATE_LIMITED: the window, ns */
+        DlParams foreign;            /* FOREIGN_DEADLINE: the thread's parameters (runtime, period) */
+        bool cgroup_root_unusable;   /* NO_CGROUP: the cgroup root is not usable at all */
 } Refusal;
 
 /* A sentence for a refusal: "audio: 12.5% free, request needs 20.0%". Returns buf. */
@@ -209,6 +248,12 @@ bool group_path_valid(const char *path);
 Group *tree_find_group(const Tree *t, const char *path);
 /* Free bandwidth of g: bw - allocated, 0 when over-committed. */
 uint64_t group_free_bw(const Group *g);
+/* Whether g has room for `more` once `less` (part of its allocation) is given back; never while the
+ * root is over-committed, since then every admission waits until the capacity fits again. */
+bool group_has_room(const Tree *t, const Group *g, uint64_t less, uint64_t more);
+/* Fill *ret (may be NULL) for "no room in g for need": the root's path and 0 free while the root
+ * is over-committed, else g's path and free bandwidth. Returns ADMIT_OVER_BUDGET. */
+int group_refuse_budget(const Tree *t, const Group *g, uint64_t need, Refusal *ret);
 
 /* Create the group at path (its parent must exist) from spec. Returns 0 and the group in *ret (may
  * be NULL), a refusal (ADMIT_BAD_GROUP_NAME, ADMIT_NO_SUCH_GROUP for the parent,
@@ -265,8 +310,9 @@ Reservation *reservation_next(const Tree *t, const Reservation *r);
 /* What uid holds now; never NULL (a zero usage for an owner without reservations). */
 UserUsage tree_user_usage(const Tree *t, uint32_t uid);
 /* Whether uid may take add_bw more bandwidth and add_n more reservations under limits. Returns 0
- * or ADMIT_LIMIT_EXCEEDED with Refusal.limit naming the limit, have = held, need = requested,
- * min = the limit. Changes nothing. */
+ * or ADMIT_LIMIT_EXCEEDED with Refusal.limit naming the limit and its numbers (limit_count,
+ * held_count, need_count for "reservations"; limit_bw, held_bw, need_bw for "bandwidth"). Changes
+ * nothing. */
 int user_limits_check(const Tree *t, uint32_t uid, const UserLimits *limits, uint64_t add_bw, size_t add_n,
                       Refusal *ret_refusal);
 

@@ -469,9 +469,9 @@ static void op_admit(void) {
         if (want == ADMIT_BAD_PARAMS)
                 EXPECT(ref.params == po, "Refusal.params %d, model %d", ref.params, po);
         if (want == ADMIT_OVER_BUDGET) {
-                EXPECT(ref.need == bw, "Refusal.need %" PRIu64 ", model %" PRIu64, ref.need, bw);
+                EXPECT(ref.need_bw == bw, "Refusal.need_bw %" PRIu64 ", model %" PRIu64, ref.need_bw, bw);
                 if (!overcommitted())
-                        EXPECT(ref.have == free_of(gi), "Refusal.have %" PRIu64 ", model %" PRIu64, ref.have,
+                        EXPECT(ref.free_bw == free_of(gi), "Refusal.free_bw %" PRIu64 ", model %" PRIu64, ref.free_bw,
                                free_of(gi));
         }
         if (k != 0)
@@ -632,7 +632,7 @@ static void op_split(void) {
         /* split */
         if (d.p.runtime / 2 < M.g[gi].min_split) {
                 expect_outcome(k, ADMIT_SPLIT_TOO_SMALL, &ref);
-                EXPECT(ref.min == M.g[gi].min_split, "Refusal.min %" PRIu64 ", model %" PRIu64, ref.min,
+                EXPECT(ref.min_runtime == M.g[gi].min_split, "Refusal.min_runtime %" PRIu64 ", model %" PRIu64, ref.min_runtime,
                        M.g[gi].min_split);
                 return;
         }
@@ -708,9 +708,9 @@ static void op_group_create(void) {
         }
         expect_outcome(k, want, &ref);
         if (want == ADMIT_OVER_BUDGET) {
-                EXPECT(ref.need == bw, "Refusal.need %" PRIu64 ", model %" PRIu64, ref.need, bw);
+                EXPECT(ref.need_bw == bw, "Refusal.need_bw %" PRIu64 ", model %" PRIu64, ref.need_bw, bw);
                 if (!overcommitted())
-                        EXPECT(ref.have == free_of(pi), "Refusal.have %" PRIu64 ", model %" PRIu64, ref.have,
+                        EXPECT(ref.free_bw == free_of(pi), "Refusal.free_bw %" PRIu64 ", model %" PRIu64, ref.free_bw,
                                free_of(pi));
         }
         if (k != 0)
@@ -761,7 +761,7 @@ static void op_group_set(void) {
         k = group_set_bandwidth(T, tree_group(gi), runtime, period, &ref);
         expect_outcome(k, want, &ref);
         if (want == ADMIT_BELOW_ALLOCATED)
-                EXPECT(ref.have == a, "Refusal.have %" PRIu64 ", model %" PRIu64, ref.have, a);
+                EXPECT(ref.allocated_bw == a, "Refusal.allocated_bw %" PRIu64 ", model %" PRIu64, ref.allocated_bw, a);
         if (k == 0) {
                 M.g[gi].runtime = runtime;
                 M.g[gi].period = period;

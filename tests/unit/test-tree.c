@@ -220,6 +220,21 @@ Test(tree, outcome_strings) {
                 [ADMIT_FORK_NONE] = "FORK_NONE",
                 [ADMIT_SPLIT_TOO_SMALL] = "SPLIT_TOO_SMALL",
                 [ADMIT_LIMIT_EXCEEDED] = "LIMIT_EXCEEDED",
+                [ADMIT_BAD_FLAGS] = "BAD_FLAGS",
+                [ADMIT_BAD_PID] = "BAD_PID",
+                [ADMIT_PID_ONE] = "PID_ONE",
+                [ADMIT_NO_SUCH_THREAD] = "NO_SUCH_THREAD",
+                [ADMIT_KERNEL_THREAD] = "KERNEL_THREAD",
+                [ADMIT_PROCESS_GONE] = "PROCESS_GONE",
+                [ADMIT_NOT_OWNER] = "NOT_OWNER",
+                [ADMIT_NOT_ALLOWED] = "NOT_ALLOWED",
+                [ADMIT_MOVE_NOT_ALLOWED] = "MOVE_NOT_ALLOWED",
+                [ADMIT_NO_CGROUP] = "NO_CGROUP",
+                [ADMIT_THREAD_GONE] = "THREAD_GONE",
+                [ADMIT_FOREIGN_DEADLINE] = "FOREIGN_DEADLINE",
+                [ADMIT_RATE_LIMITED] = "RATE_LIMITED",
+                [ADMIT_NOT_YOURS] = "NOT_YOURS",
+                [ADMIT_BAD_GROUP_BANDWIDTH] = "BAD_GROUP_BANDWIDTH",
         };
 
         for (int i = 0; i < _ADMIT_MAX; i++) {
@@ -383,16 +398,16 @@ Test(tree, group_exact_fit) {
         /* two units do not fit, one does, and then nothing */
         spec = gspec(X_RUNTIME(2), X_PERIOD);
         ref = create_refused(t, "audio/d", &spec, ADMIT_OVER_BUDGET);
-        cr_expect_eq(ref.have, 1);
-        cr_expect_eq(ref.need, 2);
+        cr_expect_eq(ref.free_bw, 1);
+        cr_expect_eq(ref.need_bw, 2);
         cr_expect_not_null(ref.name);
         d = mkgroup(t, "audio/d", X_RUNTIME(1), X_PERIOD);
         cr_expect_eq(d->bw, 1);
         cr_expect_eq(group_free_bw(audio), 0);
         spec = gspec(X_RUNTIME(1), X_PERIOD);
         ref = create_refused(t, "audio/e", &spec, ADMIT_OVER_BUDGET);
-        cr_expect_eq(ref.have, 0);
-        cr_expect_eq(ref.need, 1);
+        cr_expect_eq(ref.free_bw, 0);
+        cr_expect_eq(ref.need_bw, 1);
         /* a group of zero bandwidth (rounded down) still fits */
         mkgroup(t, "audio/zero", 1024, 4 * X_PERIOD);
         cr_expect_eq(t->n_groups, 7);
@@ -413,8 +428,8 @@ Test(tree, group_above_one_cpu) {
         cr_expect_eq(group_free_bw(t->root), 0);
         spec = gspec(X_RUNTIME(1), X_PERIOD);
         ref = create_refused(t, "more", &spec, ADMIT_OVER_BUDGET);
-        cr_expect_eq(ref.have, 0);
-        cr_expect_eq(ref.need, 1);
+        cr_expect_eq(ref.free_bw, 0);
+        cr_expect_eq(ref.need_bw, 1);
         /* inside the 150% group: a 120% subgroup */
         mkgroup(t, "big/sub", 120 * MS, P100);
         cr_expect_eq(group_free_bw(g), 3 * BW_UNIT / 2 - pct(120));
@@ -472,9 +487,9 @@ Test(tree, group_create_refusals) {
         /* over budget: 50% of a is taken by 5%, 46% does not fit, 45% does */
         spec = gspec(46 * MS, P100);
         ref = create_refused(t, "a/big", &spec, ADMIT_OVER_BUDGET);
-        cr_expect_eq(ref.have, pct(50) - pct(5));
-        cr_expect_eq(ref.need, pct(46));
-        cr_expect_gt(ref.need, ref.have);
+        cr_expect_eq(ref.free_bw, pct(50) - pct(5));
+        cr_expect_eq(ref.need_bw, pct(46));
+        cr_expect_gt(ref.need_bw, ref.free_bw);
         mkgroup(t, "a/big", 45 * MS, P100);
 
         /* ret may be NULL */
@@ -593,7 +608,7 @@ Test(tree, group_set_bandwidth) {
         /* below what it holds */
         cr_expect_eq(group_set_bandwidth(t, audio, 30 * MS, P100, &ref), ADMIT_BELOW_ALLOCATED);
         cr_expect_eq(ref.outcome, ADMIT_BELOW_ALLOCATED);
-        cr_expect_eq(ref.have, pct(30) + pct(5));
+        cr_expect_eq(ref.allocated_bw, pct(30) + pct(5));
         cr_expect_eq(digest(t), before);
         check(t);
         cr_expect_eq(group_set_bandwidth(t, audio, audio->allocated - 1, BW_PERIOD, &ref), ADMIT_BELOW_ALLOCATED);
@@ -613,7 +628,7 @@ Test(tree, group_set_bandwidth) {
         before = digest(t);
         cr_expect_eq(group_set_bandwidth(t, audio, audio->bw + free_root + 1, BW_PERIOD, &ref), ADMIT_OVER_BUDGET);
         cr_expect_eq(ref.outcome, ADMIT_OVER_BUDGET);
-        cr_expect_gt(ref.need, ref.have);
+        cr_expect_gt(ref.need_bw, ref.free_bw);
         cr_expect_eq(digest(t), before);
         check(t);
         cr_expect_eq(group_set_bandwidth(t, audio, audio->bw + free_root, BW_PERIOD, &ref), 0);
@@ -721,8 +736,8 @@ Test(tree, admit_and_release) {
         /* over budget: the refusal carries the numbers */
         spec = rspec(103, 103, 10 * MS, 0, P100);
         ref = admit_refused(t, app, &spec, ADMIT_OVER_BUDGET);
-        cr_expect_eq(ref.have, pct(25) - 2 * pct(10));
-        cr_expect_eq(ref.need, pct(10));
+        cr_expect_eq(ref.free_bw, pct(25) - 2 * pct(10));
+        cr_expect_eq(ref.need_bw, pct(10));
         cr_assert_not_null(ref.name);
         cr_expect_str_eq(ref.name, "app");
 
@@ -827,8 +842,8 @@ Test(tree, one_whole_cpu_thread) {
         cr_expect_eq(group_free_bw(big), 0);
         spec = rspec(3, 3, P100, P100, P100);
         ref = admit_refused(t, one, &spec, ADMIT_OVER_BUDGET);
-        cr_expect_eq(ref.need, BW_UNIT);
-        cr_expect_eq(ref.have, pct(50));
+        cr_expect_eq(ref.need_bw, BW_UNIT);
+        cr_expect_eq(ref.free_bw, pct(50));
         tree_free(t);
 }
 
@@ -929,7 +944,7 @@ Test(tree, update) {
         before = digest(t);
         cr_expect_eq(reservation_update(t, r1, &p, &ref), ADMIT_OVER_BUDGET, "21%% + 10%% > 30%%");
         cr_expect_eq(ref.outcome, ADMIT_OVER_BUDGET);
-        cr_expect_gt(ref.need, ref.have);
+        cr_expect_gt(ref.need_bw, ref.free_bw);
         cr_expect_eq(digest(t), before);
         check(t);
 
@@ -1259,7 +1274,7 @@ Test(tree, split_too_small) {
         cr_expect_eq(g->min_split_runtime, 1 * MS);
         d = admit(t, g, 1, 2 * MS - 1, 0, P100);
         split_refused(t, d, false, 2, ADMIT_SPLIT_TOO_SMALL, &ref);
-        cr_expect_eq(ref.min, 1 * MS);
+        cr_expect_eq(ref.min_runtime, 1 * MS);
         cr_expect_eq(d->params.runtime, 2 * MS - 1);
         split_refused(t, d, true, 2, ADMIT_SPLIT_TOO_SMALL, NULL);
 
@@ -1387,7 +1402,7 @@ Test(tree, capacity_and_unmanaged) {
         cr_expect_eq(group_free_bw(t->root), pct(180) - pct(100) - pct(50) - pct(10));
         spec = rspec(2, 2, 20 * MS + 1 * MS, 0, P100);
         ref = admit_refused(t, t->root, &spec, ADMIT_OVER_BUDGET);
-        cr_expect_eq(ref.have, pct(180) - pct(100) - pct(50) - pct(10));
+        cr_expect_eq(ref.free_bw, pct(180) - pct(100) - pct(50) - pct(10));
         spec = rspec(2, 2, pct(180) - pct(100) - pct(50) - pct(10), 0, BW_PERIOD);
         admit_spec(t, t->root, &spec);
         cr_expect_eq(group_free_bw(t->root), 0);
@@ -1510,12 +1525,12 @@ Test(tree, refusal_format) {
         admit(t, g, 1, 12500 * US, 0, P100);
         spec = rspec(2, 2, 20 * MS, 0, P100);
         ref = admit_refused(t, g, &spec, ADMIT_OVER_BUDGET);
-        cr_assert_eq(ref.have, pct(25) - bw(12500 * US, P100));
+        cr_assert_eq(ref.free_bw, pct(25) - bw(12500 * US, P100));
         p = refusal_format(&ref, buf, sizeof buf);
         cr_expect_eq(p, buf);
         cr_expect(strstr(buf, "audio"), "\"%s\" does not name the group", buf);
-        cr_expect(contains_pct(buf, ref.have), "\"%s\" does not show what is free (%" PRIu64 ")", buf, ref.have);
-        cr_expect(contains_pct(buf, ref.need), "\"%s\" does not show what is needed (%" PRIu64 ")", buf, ref.need);
+        cr_expect(contains_pct(buf, ref.free_bw), "\"%s\" does not show what is free (%" PRIu64 ")", buf, ref.free_bw);
+        cr_expect(contains_pct(buf, ref.need_bw), "\"%s\" does not show what is needed (%" PRIu64 ")", buf, ref.need_bw);
 
         /* the header's own example: "audio: 12.5% free, request needs 20.0%" - a request of exactly
          * 20 ms every 100 ms reads as 20%, not as the rounded-down 19.9% */
@@ -1528,8 +1543,8 @@ Test(tree, refusal_format) {
 
         /* every outcome makes some sentence */
         for (int o = 1; o < _ADMIT_MAX; o++) {
-                Refusal r = { .outcome = o, .params = PARAMS_RUNTIME_TOO_SMALL, .name = "grp", .have = 1, .need = 2,
-                              .min = 1 * MS };
+                Refusal r = { .outcome = o, .params = PARAMS_RUNTIME_TOO_SMALL, .name = "grp", .free_bw = 1, .need_bw = 2,
+                              .min_runtime = 1 * MS };
 
                 buf[0] = 0;
                 refusal_format(&r, buf, sizeof buf);
@@ -1705,9 +1720,9 @@ Test(limits, check_refuses_with_numbers) {
         cr_assert_eq(user_limits_check(t, 1000, &two, bw10, 1, &rf), 0);
         cr_assert_eq(user_limits_check(t, 1000, &two, 2 * bw10, 1, &rf), ADMIT_LIMIT_EXCEEDED);
         cr_assert_str_eq(rf.limit, "bandwidth");
-        cr_assert_eq(rf.have, bw10);
-        cr_assert_eq(rf.need, 2 * bw10);
-        cr_assert_eq(rf.min, two.bandwidth);
+        cr_assert_eq(rf.held_bw, bw10);
+        cr_assert_eq(rf.need_bw, 2 * bw10);
+        cr_assert_eq(rf.limit_bw, two.bandwidth);
         refusal_format(&rf, buf, sizeof buf);
         cr_assert(strstr(buf, "bandwidth limit 20%") && strstr(buf, "10% held") && strstr(buf, "needs 20%"), "%s", buf);
 
