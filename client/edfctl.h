@@ -16,8 +16,9 @@
 
 #include <systemd/sd-bus.h>
 
-#include "core/duration.h"
 #include "basic/macro.h"
+#include "basic/parse.h"
+#include "core/duration.h"
 
 typedef enum EdfctlExit {
         EDFCTL_EXIT_OK = 0,
@@ -89,10 +90,8 @@ int bus_call_edfd(sd_bus *bus, const char *method, sd_bus_message **ret_reply, c
 
 /* --- edfctl-parse.c: option values; pure, no I/O --- */
 
-/* Parse a decimal uint64 with nothing else around it (no sign, space or suffix). Returns 0, or
- * -EINVAL / -ERANGE with a static reason. */
-int parse_u64(const char *s, uint64_t *ret, const char **ret_reason);
-/* A process or thread id: 1 .. INT32_MAX. Returns 0 or -EINVAL / -ERANGE with a static reason. */
+/* A process or thread id: 1 .. INT32_MAX, written as basic/parse.h's parse_u64() reads it. Returns
+ * 0 or -EINVAL / -ERANGE with a static reason. */
 int parse_pid(const char *s, uint32_t *ret, const char **ret_reason);
 /* runtime = work * (1 + margin), margin given as percent_parse() returns it (runtime over
  * PERCENT_PERIOD_NS), rounded up to a whole ns. Returns 0 or -ERANGE on overflow. */

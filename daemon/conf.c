@@ -20,6 +20,7 @@
 #include "conf.h"
 #include "core/duration.h"
 #include "basic/macro.h"
+#include "basic/parse.h"
 #include "basic/strv.h"
 
 #define STR_(x) #x
@@ -706,26 +707,6 @@ static bool get_bandwidth(Ctx *c, const Node *v, bool unlimited_ok, uint64_t *re
         return true;
 }
 
-/* A decimal integer: digits only, no sign, no leading zero. */
-static int parse_u64(const char *s, size_t len, uint64_t *ret, const char **ret_reason) {
-        uint64_t v = 0;
-
-        if (len == 0)
-                return *ret_reason = "is empty", -EINVAL;
-        if (s[0] == '-')
-                return *ret_reason = "is negative", -EINVAL;
-        for (size_t i = 0; i < len; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return *ret_reason = "is not a whole number", -EINVAL;
-                if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t) (s[i] - '0'), &v))
-                        return *ret_reason = "is too large (the largest is 18446744073709551615)", -ERANGE;
-        }
-        if (len > 1 && s[0] == '0')
-                return *ret_reason = "has a leading zero (write it without, as in 10)", -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 static bool get_count(Ctx *c, const Node *v, bool unlimited_ok, uint64_t *ret) {
         const char *s, *reason = NULL;
         char buf[SHOW_BUF];
@@ -738,7 +719,7 @@ static bool get_count(Ctx *c, const Node *v, bool unlimited_ok, uint64_t *ret) {
         s = scalar(c, v, unlimited_ok ? "a whole number or unlimited" : "a whole number");
         if (!s)
                 return false;
-        if (parse_u64(s, v->len, &n, &reason) < 0) {
+        if (parse_u64_slice(s, v->len, &n, &reason) < 0) {
                 error_node(c, v, "\"%s\" %s", show(s, v->len, buf), reason);
                 return false;
         }
@@ -765,7 +746,7 @@ static bool get_rate(Ctx *c, const Node *v, uint64_t *ret_count, uint64_t *ret_w
                            show(s, v->len, buf));
                 return false;
         }
-        if (parse_u64(s, (size_t) (slash - s), &n, &reason) < 0) {
+        if (parse_u64_slice(s, (size_t) (slash - s), &n, &reason) < 0) {
                 error_node(c, v, "\"%s\": the count %s", show(s, v->len, buf), reason);
                 return false;
         }
