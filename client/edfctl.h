@@ -138,12 +138,6 @@ void table_print_row(Table *t, size_t row, FILE *f);
 /* Print every row. */
 void table_print(Table *t, FILE *f);
 
-/* Half of bw_format()'s last digit (0.05% of one CPU) in bus units, rounded up. */
-
-/* bw_format() rounded to the nearest tenth of a percent instead of down: the bus value of
- * 6ms/100ms is 62914 (5.99995%), which bw_format() prints as "5.9%"; people wrote 6% and should
- * read 6%. For display only: JSON carries the exact values. Returns buf. */
-char *bw_display(uint64_t bw, char buf[static DURATION_MAX]);
-/* bw_display() of have - used, printed with a minus sign when used exceeds have (over-committed);
- * "unlimited" when have is. Returns buf. */
+/* bw_format() of have - used, printed with a minus sign when used exceeds have (over-committed);
+ * "unlimited" when have is. For display only: JSON carries the exact values. Returns buf. */
 char *bw_display_free(uint64_t have, uint64_t used, char buf[static DURATION_MAX]);

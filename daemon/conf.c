@@ -1442,37 +1442,11 @@ const ConfLimit *conf_find_limit(const Config *c, const char *user) {
 
 /* --- the tree --- */
 
-/* A bandwidth as a percentage rounded to nearest with `decimals` decimals (bw_format() rounds down,
- * which shows 10% as 9.9%). */
-static char *pct_format(uint64_t bw, unsigned decimals, char buf[static DURATION_MAX]) {
-        unsigned __int128 scale = 1, v;
-
-        if (bw == CONF_UNLIMITED) {
-                snprintf(buf, DURATION_MAX, "unlimited");
-                return buf;
-        }
-        for (unsigned i = 0; i < decimals; i++)
-                scale *= 10;
-        v = ((unsigned __int128) bw * 100 * scale + BW_UNIT / 2) >> BW_SHIFT;
-        if (decimals == 0 || v % scale == 0)
-                snprintf(buf, DURATION_MAX, "%" PRIu64 "%%", (uint64_t) (v / scale));
-        else {
-                char frac[16];
-                size_t l;
-
-                snprintf(frac, sizeof frac, "%0*" PRIu64, (int) decimals, (uint64_t) (v % scale));
-                for (l = strlen(frac); l > 0 && frac[l - 1] == '0'; l--)
-                        frac[l - 1] = '\0';
-                snprintf(buf, DURATION_MAX, "%" PRIu64 ".%s%%", (uint64_t) (v / scale), frac);
-        }
-        return buf;
-}
-
 /* need and have for a message, with enough decimals to tell them apart. */
 static void pct_pair(uint64_t need, uint64_t have, char a[static DURATION_MAX], char b[static DURATION_MAX]) {
         for (unsigned d = 1; d <= 4; d++) {
-                pct_format(need, d, a);
-                pct_format(have, d, b);
+                bw_format_percent(need, d, BW_ROUND_NEAREST, a);
+                bw_format_percent(have, d, BW_ROUND_NEAREST, b);
                 if (strcmp(a, b) != 0)
                         return;
         }
@@ -1586,7 +1560,7 @@ int conf_build_tree(const Config *c, const char *filename, uint64_t kernel_capac
                 snprintf(note, sizeof note, "what the kernel admits on this machine");
         else
                 snprintf(note, sizeof note, "capped by capacity:, the kernel admits %s",
-                         pct_format(kernel_capacity, 1, a));
+                         bw_format(kernel_capacity, a));
         fit_check(&ctx, c->groups, c->n_groups, capacity, "groups", c->groups_line, c->groups_column, note, 1);
         if (ctx.oom || ctx.n_errors > 0)
                 return ctx.oom ? -ENOMEM : -EINVAL;
@@ -1614,7 +1588,7 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
         char a[DURATION_MAX], b[DURATION_MAX], d[DURATION_MAX];
         int w = 4, wc = 6; /* column widths of PATH and CGROUP */
 
-        fprintf(out, "capacity: %s (%s)\n", pct_format(t->capacity, 1, a),
+        fprintf(out, "capacity: %s (%s)\n", bw_format(t->capacity, a),
                 c->capacity_auto ? "auto: what the kernel admits" : "capped by capacity:");
         fprintf(out, "fork: %s\n", fork_policy_to_string(c->fork) ?: "?");
         fprintf(out, "threads: %s\n", fork_policy_to_string(c->threads) ?: "?");
@@ -1637,7 +1611,7 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
                 else
                         snprintf(b, sizeof b, "%" PRIu64, l->reservations);
                 fprintf(out, "  %s: bandwidth %s, reservations %s, rate %s\n", l->user,
-                        pct_format(l->bandwidth, 1, a), b, rate);
+                        bw_format(l->bandwidth, a), b, rate);
         }
         for (const Group *g = t->root; g; g = group_next_preorder(g))
                 w = MAX(w, (int) strlen(g->path));
@@ -1654,7 +1628,7 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
                         duration_format(g->period, per);
                 }
                 fprintf(out, "  %-*s %9s %9s %9s %9s %-7s %-7s %9s %-*s ", w, g->path, rt, per,
-                        pct_format(g->bw, 1, a), pct_format(g->allocated, 1, b),
+                        bw_format(g->bw, a), bw_format(g->allocated, b),
                         fork_policy_to_string(g->fork) ?: "?", fork_policy_to_string(g->threads) ?: "?",
                         duration_format(g->min_split_runtime, ms), wc, g->cgroup ?: "-");
                 if (!g->users)
