@@ -427,7 +427,7 @@ int harness_dl_reset(pid_t tid) {
 uint64_t harness_bw(uint64_t runtime, uint64_t period) {
         if (period == 0)
                 return 0;
-        return (runtime << 20) / period;
+        return (runtime << BW_SHIFT) / period;
 }
 
 /* The largest runtime over period that the kernel admits for tid, which is already SCHED_DEADLINE
@@ -1855,7 +1855,7 @@ static void repair_kernel_count(void) {
         long long v;
 
         for (unsigned i = 0; i < 6; i++) {
-                if (harness_kernel_shortfall(&shortfall) < 0 || shortfall <= HARNESS_BW_UNIT / 1000)
+                if (harness_kernel_shortfall(&shortfall) < 0 || shortfall <= BW_UNIT / 1000)
                         return;
                 fprintf(stderr, "harness: the kernel's deadline count is %" PRIu64 " short of what exists (a kernel "
                         "fault); recounting in 1 s\n", shortfall);

@@ -1292,7 +1292,7 @@ static void fuzz_check(Fuzz *f) {
         /* nobody's limits (root never admits nobody's processes in this run, nor updates nobody's
          * reservations). */
         cr_assert_leq(nobody_n, 4, "nobody holds %" PRIu64 " reservations, its limit is 4", nobody_n);
-        cr_assert_leq(nobody_bw, HARNESS_BW_UNIT * 2 / 100 + 1, "nobody holds bandwidth %" PRIu64 ", its limit is 2%%",
+        cr_assert_leq(nobody_bw, BW_UNIT * 2 / 100 + 1, "nobody holds bandwidth %" PRIu64 ", its limit is 2%%",
                       nobody_bw);
         harness_reservations_free(l, n);
         harness_groups_free(g, ng);
