@@ -145,18 +145,13 @@ void table_print(Table *t, FILE *f) {
                 table_print_row(t, row, f);
 }
 
-char *bw_display(uint64_t bw, char buf[static DURATION_MAX]) {
-        /* bw_format() rounds to the nearest tenth already. */
-        return bw_format(bw, buf);
-}
-
 char *bw_display_free(uint64_t have, uint64_t used, char buf[static DURATION_MAX]) {
         char tmp[DURATION_MAX];
 
         if (have == UINT64_MAX)
                 return bw_format(have, buf);
         if (used <= have)
-                return bw_display(have - used, buf);
-        snprintf(buf, DURATION_MAX, "-%s", bw_display(used - have, tmp));
+                return bw_format(have - used, buf);
+        snprintf(buf, DURATION_MAX, "-%s", bw_format(used - have, tmp));
         return buf;
 }

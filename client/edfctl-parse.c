@@ -1,32 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* Option values: ids, pids and the work + margin rule. Durations and percentages are the core's
- * duration_parse() and percent_parse(); this file adds only what the client needs besides. */
+/* Option values: pids and the work + margin rule. Integers are basic/parse.h's, durations and
+ * percentages the core's duration_parse() and percent_parse(); this file adds only what the client
+ * needs besides. */
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "basic/parse.h"
 #include "core/duration.h"
 #include "edfctl.h"
-
-int parse_u64(const char *s, uint64_t *ret, const char **ret_reason) {
-        uint64_t v = 0;
-
-        if (!s || *s == '\0')
-                return *ret_reason = "is empty", -EINVAL;
-        if (*s == '-')
-                return *ret_reason = "is negative", -EINVAL;
-        for (const char *p = s; *p; p++) {
-                if (*p < '0' || *p > '9')
-                        return *ret_reason = "is not a decimal number", -EINVAL;
-                if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t) (*p - '0'), &v))
-                        return *ret_reason = "is too large", -ERANGE;
-        }
-        *ret = v;
-        return 0;
-}
 
 int parse_pid(const char *s, uint32_t *ret, const char **ret_reason) {
         uint64_t v;

@@ -318,7 +318,7 @@ static int reservation_lines(const Snapshot *s, Table *t) {
                 r = r ?: table_add(t, "%s", comm_or_dash(v));
                 r = r ?: table_add(t, "%s/%s/%s", duration_format(v->runtime, a), duration_format(v->deadline, b),
                                    duration_format(v->period, c));
-                r = r ?: table_add(t, "%s", bw_display(v->bw, bw));
+                r = r ?: table_add(t, "%s", bw_format(v->bw, bw));
                 if (v->split_from)
                         r = r ?: table_add(t, "split from #%" PRIu64, v->split_from);
                 else
@@ -334,10 +334,10 @@ static int status_print(const Snapshot *s) {
         int r = 0;
 
         printf("     Version: %s\n", p->version);
-        printf("    Capacity: %s (kernel %s, kernel admission %s)\n", bw_display(p->capacity, a),
-               bw_display(p->kernel_capacity, b), p->kernel_admission ? "on" : "off");
-        printf("   Allocated: %s (unmanaged deadline threads %s)\n", bw_display(p->allocated, a),
-               bw_display(p->unmanaged, b));
+        printf("    Capacity: %s (kernel %s, kernel admission %s)\n", bw_format(p->capacity, a),
+               bw_format(p->kernel_capacity, b), p->kernel_admission ? "on" : "off");
+        printf("   Allocated: %s (unmanaged deadline threads %s)\n", bw_format(p->allocated, a),
+               bw_format(p->unmanaged, b));
         printf("        Free: %s\n", bw_display_free(p->capacity, p->allocated, c));
         printf("Reservations: %zu in %zu group%s\n", s->n_reservations, s->n_groups, s->n_groups == 1 ? "" : "s");
         printf("      Events: %" PRIu64 " seen, %" PRIu64 " lost, %" PRIu64 " resyncs, %" PRIu64
@@ -368,8 +368,8 @@ static int status_print(const Snapshot *s) {
                 else
                         r = r ?: table_add(groups, "%s/%s", duration_format(g->runtime, a),
                                            duration_format(g->period, b));
-                r = r ?: table_add(groups, "%s", bw_display(g->bw, a));
-                r = r ?: table_add(groups, "%s", bw_display(g->allocated, a));
+                r = r ?: table_add(groups, "%s", bw_format(g->bw, a));
+                r = r ?: table_add(groups, "%s", bw_format(g->allocated, a));
                 r = r ?: table_add(groups, "%s", bw_display_free(g->bw, g->allocated, c));
         }
         r = r ?: reservation_lines(s, res);
@@ -433,7 +433,7 @@ static int list_print(const Snapshot *s) {
                 r = r ?: table_add(t, "%s", duration_format(v->runtime, a));
                 r = r ?: table_add(t, "%s", duration_format(v->deadline, a));
                 r = r ?: table_add(t, "%s", duration_format(v->period, a));
-                r = r ?: table_add(t, "%s", bw_display(v->bw, a));
+                r = r ?: table_add(t, "%s", bw_format(v->bw, a));
                 flags_format(v->flags, fl, sizeof fl);
                 r = r ?: table_add(t, "%s", fl);
                 if (v->split_from)

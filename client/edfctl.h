@@ -16,8 +16,9 @@
 
 #include <systemd/sd-bus.h>
 
-#include "core/duration.h"
 #include "basic/macro.h"
+#include "basic/parse.h"
+#include "core/duration.h"
 
 typedef enum EdfctlExit {
         EDFCTL_EXIT_OK = 0,
@@ -89,10 +90,8 @@ int bus_call_edfd(sd_bus *bus, const char *method, sd_bus_message **ret_reply, c
 
 /* --- edfctl-parse.c: option values; pure, no I/O --- */
 
-/* Parse a decimal uint64 with nothing else around it (no sign, space or suffix). Returns 0, or
- * -EINVAL / -ERANGE with a static reason. */
-int parse_u64(const char *s, uint64_t *ret, const char **ret_reason);
-/* A process or thread id: 1 .. INT32_MAX. Returns 0 or -EINVAL / -ERANGE with a static reason. */
+/* A process or thread id: 1 .. INT32_MAX, written as basic/parse.h's parse_u64() reads it. Returns
+ * 0 or -EINVAL / -ERANGE with a static reason. */
 int parse_pid(const char *s, uint32_t *ret, const char **ret_reason);
 /* runtime = work * (1 + margin), margin given as percent_parse() returns it (runtime over
  * PERCENT_PERIOD_NS), rounded up to a whole ns. Returns 0 or -ERANGE on overflow. */
@@ -139,12 +138,6 @@ void table_print_row(Table *t, size_t row, FILE *f);
 /* Print every row. */
 void table_print(Table *t, FILE *f);
 
-/* Half of bw_format()'s last digit (0.05% of one CPU) in bus units, rounded up. */
-
-/* bw_format() rounded to the nearest tenth of a percent instead of down: the bus value of
- * 6ms/100ms is 62914 (5.99995%), which bw_format() prints as "5.9%"; people wrote 6% and should
- * read 6%. For display only: JSON carries the exact values. Returns buf. */
-char *bw_display(uint64_t bw, char buf[static DURATION_MAX]);
-/* bw_display() of have - used, printed with a minus sign when used exceeds have (over-committed);
- * "unlimited" when have is. Returns buf. */
+/* bw_format() of have - used, printed with a minus sign when used exceeds have (over-committed);
+ * "unlimited" when have is. For display only: JSON carries the exact values. Returns buf. */
 char *bw_display_free(uint64_t have, uint64_t used, char buf[static DURATION_MAX]);

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 #include "core/bandwidth.h"
 #include "capacity.h"
 #include "basic/macro.h"
+#include "basic/proc.h"
 #include "sched-dl.h"
 
 static int read_int64(const char *path, int64_t *ret) {
@@ -93,80 +93,49 @@ int capacity_read_reusing(const KernelCapacity *prev, KernelCapacity *ret) {
         return prev ? read_with(prev, ret) : -EINVAL;
 }
 
-static bool is_number(const char *s) {
-        if (!*s)
-                return false;
-        for (; *s; s++)
-                if (*s < '0' || *s > '9')
-                        return false;
-        return true;
-}
+typedef struct UnmanagedScan {
+        const Tree *tree;
+        uint64_t total, all;
+        unsigned n;
+} UnmanagedScan;
 
-/* An exited thread not yet reaped still reports its policy, but the kernel gave its bandwidth back
- * when it died: it holds nothing. */
-static bool thread_dead(const char *pid, pid_t tid) {
-        char path[320], buf[512], *p;
-        bool dead = true;
-        FILE *f;
+static int scan_thread(const ProcEntry *e, void *userdata) {
+        UnmanagedScan *s = userdata;
+        const Reservation *r;
+        SchedInfo si;
+        ProcStat st;
+        uint64_t bw;
 
-        snprintf(path, sizeof path, "/proc/%s/task/%d/stat", pid, (int) tid);
-        f = fopen(path, "re");
-        if (!f)
-                return true;
-        if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')')) && p[1] == ' ')
-                dead = p[2] == 'Z' || p[2] == 'X';
-        fclose(f);
-        return dead;
+        if (sched_get(e->tid, &si) < 0 || si.policy != SCHED_DEADLINE)
+                return 0;
+        /* An exited thread not yet reaped still reports its policy, but the kernel gave its
+         * bandwidth back when it died: it holds nothing. */
+        if (proc_entry_stat(e, PROC_STAT_STATE, &st) < 0 || st.state == 'Z' || st.state == 'X')
+                return 0;
+        if (bw_of(si.runtime, si.period, &bw) < 0)
+                return 0;
+        if (__builtin_add_overflow(s->all, bw, &s->all))
+                s->all = UINT64_MAX;
+        r = tree_find_thread(s->tree, (uint32_t) e->tid);
+        if (r && sched_thread_is(e->pid, e->tid, r->identity) == 1)
+                return 0;
+        if (!__builtin_add_overflow(s->total, bw, &s->total))
+                s->n++;
+        return 0;
 }
 
 int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threads, uint64_t *ret_all_bw) {
-        DIR *proc = opendir("/proc");
-        struct dirent *de;
-        uint64_t total = 0, all = 0;
-        unsigned n = 0;
+        UnmanagedScan s = { .tree = t };
+        int r;
 
-        if (!proc)
-                return -errno;
-        while ((de = readdir(proc))) {
-                char path[300];
-                DIR *task;
-                struct dirent *te;
-
-                if (!is_number(de->d_name))
-                        continue;
-                snprintf(path, sizeof path, "/proc/%s/task", de->d_name);
-                task = opendir(path);
-                if (!task)
-                        continue; /* exited meanwhile */
-                while ((te = readdir(task))) {
-                        SchedInfo si;
-                        const Reservation *r;
-                        uint64_t bw;
-                        pid_t tid;
-
-                        if (!is_number(te->d_name))
-                                continue;
-                        tid = (pid_t) atoi(te->d_name);
-                        if (sched_get(tid, &si) < 0 || si.policy != SCHED_DEADLINE || thread_dead(de->d_name, tid))
-                                continue;
-                        if (bw_of(si.runtime, si.period, &bw) < 0)
-                                continue;
-                        if (__builtin_add_overflow(all, bw, &all))
-                                all = UINT64_MAX;
-                        r = tree_find_thread(t, (uint32_t) tid);
-                        if (r && sched_thread_is((pid_t) atoi(de->d_name), tid, r->identity) == 1)
-                                continue;
-                        if (!__builtin_add_overflow(total, bw, &total))
-                                n++;
-                }
-                closedir(task);
-        }
-        closedir(proc);
-        *ret_bw = total;
+        r = proc_walk_all_threads(scan_thread, &s);
+        if (r < 0)
+                return r;
+        *ret_bw = s.total;
         if (ret_threads)
-                *ret_threads = n;
+                *ret_threads = s.n;
         if (ret_all_bw)
-                *ret_all_bw = all;
+                *ret_all_bw = s.all;
         return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "conf.h"
 #include "core/duration.h"
 #include "basic/macro.h"
+#include "basic/parse.h"
 #include "basic/strv.h"
 
 #define STR_(x) #x
@@ -707,26 +708,6 @@ static bool get_bandwidth(Ctx *c, const Node *v, bool unlimited_ok, uint64_t *re
         return true;
 }
 
-/* A decimal integer: digits only, no sign, no leading zero. */
-static int parse_u64(const char *s, size_t len, uint64_t *ret, const char **ret_reason) {
-        uint64_t v = 0;
-
-        if (len == 0)
-                return *ret_reason = "is empty", -EINVAL;
-        if (s[0] == '-')
-                return *ret_reason = "is negative", -EINVAL;
-        for (size_t i = 0; i < len; i++) {
-                if (s[i] < '0' || s[i] > '9')
-                        return *ret_reason = "is not a whole number", -EINVAL;
-                if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t) (s[i] - '0'), &v))
-                        return *ret_reason = "is too large (the largest is 18446744073709551615)", -ERANGE;
-        }
-        if (len > 1 && s[0] == '0')
-                return *ret_reason = "has a leading zero (write it without, as in 10)", -EINVAL;
-        *ret = v;
-        return 0;
-}
-
 static bool get_count(Ctx *c, const Node *v, bool unlimited_ok, uint64_t *ret) {
         const char *s, *reason = NULL;
         char buf[SHOW_BUF];
@@ -739,7 +720,7 @@ static bool get_count(Ctx *c, const Node *v, bool unlimited_ok, uint64_t *ret) {
         s = scalar(c, v, unlimited_ok ? "a whole number or unlimited" : "a whole number");
         if (!s)
                 return false;
-        if (parse_u64(s, v->len, &n, &reason) < 0) {
+        if (parse_u64_slice(s, v->len, &n, &reason) < 0) {
                 error_node(c, v, "\"%s\" %s", show(s, v->len, buf), reason);
                 return false;
         }
@@ -766,7 +747,7 @@ static bool get_rate(Ctx *c, const Node *v, uint64_t *ret_count, uint64_t *ret_w
                            show(s, v->len, buf));
                 return false;
         }
-        if (parse_u64(s, (size_t) (slash - s), &n, &reason) < 0) {
+        if (parse_u64_slice(s, (size_t) (slash - s), &n, &reason) < 0) {
                 error_node(c, v, "\"%s\": the count %s", show(s, v->len, buf), reason);
                 return false;
         }
@@ -1444,37 +1425,11 @@ const ConfLimit *conf_find_limit(const Config *c, const char *user) {
 
 /* --- the tree --- */
 
-/* A bandwidth as a percentage rounded to nearest with `decimals` decimals (bw_format() rounds down,
- * which shows 10% as 9.9%). */
-static char *pct_format(uint64_t bw, unsigned decimals, char buf[static DURATION_MAX]) {
-        unsigned __int128 scale = 1, v;
-
-        if (bw == CONF_UNLIMITED) {
-                snprintf(buf, DURATION_MAX, "unlimited");
-                return buf;
-        }
-        for (unsigned i = 0; i < decimals; i++)
-                scale *= 10;
-        v = ((unsigned __int128) bw * 100 * scale + BW_UNIT / 2) >> BW_SHIFT;
-        if (decimals == 0 || v % scale == 0)
-                snprintf(buf, DURATION_MAX, "%" PRIu64 "%%", (uint64_t) (v / scale));
-        else {
-                char frac[16];
-                size_t l;
-
-                snprintf(frac, sizeof frac, "%0*" PRIu64, (int) decimals, (uint64_t) (v % scale));
-                for (l = strlen(frac); l > 0 && frac[l - 1] == '0'; l--)
-                        frac[l - 1] = '\0';
-                snprintf(buf, DURATION_MAX, "%" PRIu64 ".%s%%", (uint64_t) (v / scale), frac);
-        }
-        return buf;
-}
-
 /* need and have for a message, with enough decimals to tell them apart. */
 static void pct_pair(uint64_t need, uint64_t have, char a[static DURATION_MAX], char b[static DURATION_MAX]) {
         for (unsigned d = 1; d <= 4; d++) {
-                pct_format(need, d, a);
-                pct_format(have, d, b);
+                bw_format_percent(need, d, BW_ROUND_NEAREST, a);
+                bw_format_percent(have, d, BW_ROUND_NEAREST, b);
                 if (strcmp(a, b) != 0)
                         return;
         }
@@ -1588,7 +1543,7 @@ int conf_build_tree(const Config *c, const char *filename, uint64_t kernel_capac
                 snprintf(note, sizeof note, "what the kernel admits on this machine");
         else
                 snprintf(note, sizeof note, "capped by capacity:, the kernel admits %s",
-                         pct_format(kernel_capacity, 1, a));
+                         bw_format(kernel_capacity, a));
         fit_check(&ctx, c->groups, c->n_groups, capacity, "groups", c->groups_line, c->groups_column, note, 1);
         if (ctx.oom || ctx.n_errors > 0)
                 return ctx.oom ? -ENOMEM : -EINVAL;
@@ -1616,7 +1571,7 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
         char a[DURATION_MAX], b[DURATION_MAX], d[DURATION_MAX];
         int w = 4, wc = 6; /* column widths of PATH and CGROUP */
 
-        fprintf(out, "capacity: %s (%s)\n", pct_format(t->capacity, 1, a),
+        fprintf(out, "capacity: %s (%s)\n", bw_format(t->capacity, a),
                 c->capacity_auto ? "auto: what the kernel admits" : "capped by capacity:");
         fprintf(out, "fork: %s\n", fork_policy_to_string(c->fork) ?: "?");
         fprintf(out, "threads: %s\n", fork_policy_to_string(c->threads) ?: "?");
@@ -1639,7 +1594,7 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
                 else
                         snprintf(b, sizeof b, "%" PRIu64, l->reservations);
                 fprintf(out, "  %s: bandwidth %s, reservations %s, rate %s\n", l->user,
-                        pct_format(l->bandwidth, 1, a), b, rate);
+                        bw_format(l->bandwidth, a), b, rate);
         }
         for (const Group *g = t->root; g; g = group_next_preorder(g))
                 w = MAX(w, (int) strlen(g->path));
@@ -1656,7 +1611,7 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
                         duration_format(g->period, per);
                 }
                 fprintf(out, "  %-*s %9s %9s %9s %9s %-7s %-7s %9s %-*s ", w, g->path, rt, per,
-                        pct_format(g->bw, 1, a), pct_format(g->allocated, 1, b),
+                        bw_format(g->bw, a), bw_format(g->allocated, b),
                         fork_policy_to_string(g->fork) ?: "?", fork_policy_to_string(g->threads) ?: "?",
                         duration_format(g->min_split_runtime, ms), wc, g->cgroup ?: "-");
                 if (!g->users)

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "basic/macro.h"
+#include "basic/proc.h"
 #include "sched-dl.h"
 
 #ifndef PIDFD_THREAD
@@ -50,106 +51,30 @@ static int pidfd_exited(int fd) {
         return pidfds_exited(fd, -1);
 }
 
-int sched_parse_start_time(const char *buf, size_t len, uint64_t *ret) {
-        return sched_parse_stat(buf, len, ret, NULL);
-}
+int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret) {
+        ProcStat st;
+        int r;
 
-/* The decimal number in [tok, end), or -EBADMSG. */
-static int parse_field(const char *tok, const char *end, uint64_t *ret) {
-        uint64_t v = 0;
-
-        for (const char *q = tok; q < end; q++) {
-                if (*q < '0' || *q > '9')
-                        return -EBADMSG;
-                if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, (uint64_t) (*q - '0'), &v))
-                        return -EBADMSG;
-        }
-        *ret = v;
-        return 0;
-}
-
-int sched_parse_stat(const char *buf, size_t len, uint64_t *ret_start_time, uint64_t *ret_flags) {
-        const char *p, *end, *paren;
-        uint64_t v = 0, flags = 0;
-
-        if (!buf || !ret_start_time)
+        if (!ret)
                 return -EINVAL;
-        end = buf + len;
-
-        /* "pid (comm) state ppid ...": comm may hold spaces and ')', but it is at most 64 bytes
-         * and nothing after it can hold ')', so it ends at the last ')'. */
-        paren = memrchr(buf, ')', len);
-        if (!paren || !memchr(buf, '(', (size_t) (paren - buf)))
-                return -EBADMSG;
-
-        /* Fields 3 (state) to 22 (starttime): each preceded by exactly one space. */
-        p = paren + 1;
-        for (unsigned field = 3; field <= 22; field++) {
-                const char *tok;
-
-                if (p >= end || *p != ' ')
-                        return -EBADMSG;
-                tok = ++p;
-                while (p < end && *p != ' ' && *p != '\n' && *p != '\0')
-                        p++;
-                if (p == tok)
-                        return -EBADMSG;
-                if (field == 9 && ret_flags && parse_field(tok, p, &flags) < 0)
-                        return -EBADMSG;
-                if (field == 22 && parse_field(tok, p, &v) < 0)
-                        return -EBADMSG;
-        }
-
-        *ret_start_time = v;
-        if (ret_flags)
-                *ret_flags = flags;
-        return 0;
-}
-
-/* Fields 22 and 9 of /proc/pid/task/tid/stat. */
-static int read_stat(pid_t pid, pid_t tid, uint64_t *ret_start_time, uint64_t *ret_flags) {
-        char path[64], buf[4096];
-        size_t len = 0;
-        int fd, r = 0;
-
-        if (pid <= 0 || tid <= 0 || !ret_start_time)
-                return -EINVAL;
-
-        snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return errno == ENOENT || errno == ESRCH ? -ENOENT : -errno;
-
-        for (;;) {
-                ssize_t k;
-
-                if (len >= sizeof(buf)) {
-                        r = -EBADMSG; /* no stat line is this long */
-                        break;
-                }
-                k = read(fd, buf + len, sizeof(buf) - len);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        /* The task was reaped between open and read. */
-                        r = errno == ESRCH ? -ENOENT : -errno;
-                        break;
-                }
-                if (k == 0)
-                        break;
-                len += (size_t) k;
-                if (buf[len - 1] == '\n')
-                        break; /* the whole line: spare the read that would say EOF */
-        }
-        close(fd);
+        r = proc_read_stat(pid, tid, PROC_STAT_START_TIME, &st);
         if (r < 0)
                 return r;
-
-        return sched_parse_stat(buf, len, ret_start_time, ret_flags);
+        *ret = st.start_time;
+        return 0;
 }
 
-int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret) {
-        return read_stat(pid, tid, ret, NULL);
+int sched_parse_start_time(const char *buf, size_t len, uint64_t *ret) {
+        ProcStat st;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+        r = proc_stat_parse(buf, len, PROC_STAT_START_TIME, &st);
+        if (r < 0)
+                return r;
+        *ret = st.start_time;
+        return 0;
 }
 
 bool sched_target_pinned(const SchedTarget *t) {
@@ -235,7 +160,7 @@ static int pin_by_thread_pidfd(pid_t pid, pid_t tid, SchedTarget *t) {
  * thread pidfd where the kernel has one, and /proc/pid/task/tid/stat, which exists only if tid is a
  * thread of pid (procfs checks the thread group), for PF_KTHREAD and the start time. */
 static int pin_by_proc(pid_t pid, pid_t tid, bool thread_pidfd, SchedTarget *t, uint64_t *ret_start_time) {
-        uint64_t flags = 0;
+        ProcStat st;
         int r;
 
         r = pidfd_open_raw(pid, 0);
@@ -258,12 +183,14 @@ static int pin_by_proc(pid_t pid, pid_t tid, bool thread_pidfd, SchedTarget *t, 
                         return r;
         }
 
-        r = read_stat(pid, tid, ret_start_time, &flags);
+        /* /proc/pid/task/tid/stat exists only if tid is a thread of pid. */
+        r = proc_read_stat(pid, tid, PROC_STAT_START_TIME | PROC_STAT_FLAGS, &st);
         if (r == -ENOENT)
                 return missing_thread_error(t->pidfd);
         if (r < 0)
                 return r;
-        t->kernel_thread = (flags & SCHED_PF_KTHREAD) != 0;
+        *ret_start_time = st.start_time;
+        t->kernel_thread = (st.flags & PROC_PF_KTHREAD) != 0;
         return 0;
 }
 

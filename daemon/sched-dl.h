@@ -155,20 +155,14 @@ int sched_apply_deadline_known(const SchedTarget *t, const SchedInfo *now, uint6
  * back). Same returns. */
 int sched_release_known(const SchedTarget *t, const SchedInfo *had);
 
-/* Read field 22 (starttime) of /proc/pid/task/tid/stat, robust against a comm containing spaces and
- * ')' (the comm ends at the LAST ')'). Returns 0 and *ret, -ENOENT if pid has no such thread (or
- * pid does not exist), -EBADMSG if the file cannot be parsed, -EINVAL for ids <= 0, -errno. */
+/* Field 22 (starttime) of /proc/pid/task/tid/stat, read with basic/proc.h's proc_read_stat().
+ * Returns 0 and *ret, -ENOENT if pid has no such thread (or pid does not exist), -EBADMSG if the
+ * file cannot be parsed, -EINVAL for ids <= 0, -errno. */
 int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret);
 
-/* Parse the start time out of the text of a stat file (buf[0..len), need not be NUL-terminated).
- * Pure. Returns 0 and *ret, or -EBADMSG. */
+/* proc_stat_parse(buf, len, PROC_STAT_START_TIME) for daemon/manager.c until it calls basic/proc.h
+ * itself; remove it then. Returns 0 and *ret, or -EBADMSG. */
 int sched_parse_start_time(const char *buf, size_t len, uint64_t *ret);
-
-/* The same, also returning field 9 (the task's PF_* flags) in *ret_flags if not NULL. */
-int sched_parse_stat(const char *buf, size_t len, uint64_t *ret_start_time, uint64_t *ret_flags);
-
-/* PF_KTHREAD in field 9 (include/linux/sched.h): a kernel thread. */
-#define SCHED_PF_KTHREAD UINT64_C(0x00200000)
 
 /* The kernel's struct pidfd_info (include/uapi/linux/pidfd.h, 6.13+), its first published 64 bytes,
  * under our own name: Debian 12's headers do not have it. */

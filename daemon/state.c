@@ -13,6 +13,7 @@
 
 #include "basic/hashmap.h"
 #include "basic/macro.h"
+#include "basic/parse.h"
 #include "state.h"
 
 #define STATE_LINE_MAX 512
@@ -389,28 +390,6 @@ int state_rewrite(State *s, const StateRecord *records, size_t n_records, const 
 
 /* --- reading --- */
 
-static int parse_u64(const char *s, uint64_t *ret) {
-        char *end;
-
-        if (*s < '0' || *s > '9')
-                return -EINVAL;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0 || *end != '\0')
-                return -EINVAL;
-        *ret = v;
-        return 0;
-}
-
-static int parse_u32(const char *s, uint32_t *ret) {
-        uint64_t v;
-
-        if (parse_u64(s, &v) < 0 || v > UINT32_MAX)
-                return -EINVAL;
-        *ret = (uint32_t) v;
-        return 0;
-}
-
 /* Split body into at most max space-separated fields (in place). */
 static size_t split_fields(char *body, char **fields, size_t max) {
         size_t n = 0;
@@ -426,11 +405,12 @@ static size_t split_fields(char *body, char **fields, size_t max) {
 static int parse_record(char **f, size_t n, StateRecord *ret) {
         StateRecord r = {};
 
-        if (n != 13 || parse_u64(f[1], &r.id) < 0 || r.id == 0 || parse_u32(f[2], &r.pid) < 0 ||
-            parse_u32(f[3], &r.tid) < 0 || parse_u32(f[4], &r.uid) < 0 || parse_u64(f[5], &r.identity) < 0 ||
-            !group_path_valid(f[6]) || parse_u64(f[7], &r.params.runtime) < 0 ||
-            parse_u64(f[8], &r.params.deadline) < 0 || parse_u64(f[9], &r.params.period) < 0 ||
-            parse_u64(f[10], &r.flags) < 0 || parse_u64(f[11], &r.donor) < 0 || parse_u64(f[12], &r.donated) < 0)
+        if (n != 13 || parse_u64(f[1], &r.id, NULL) < 0 || r.id == 0 || parse_u32(f[2], &r.pid, NULL) < 0 ||
+            parse_u32(f[3], &r.tid, NULL) < 0 || parse_u32(f[4], &r.uid, NULL) < 0 ||
+            parse_u64(f[5], &r.identity, NULL) < 0 || !group_path_valid(f[6]) ||
+            parse_u64(f[7], &r.params.runtime, NULL) < 0 || parse_u64(f[8], &r.params.deadline, NULL) < 0 ||
+            parse_u64(f[9], &r.params.period, NULL) < 0 || parse_u64(f[10], &r.flags, NULL) < 0 ||
+            parse_u64(f[11], &r.donor, NULL) < 0 || parse_u64(f[12], &r.donated, NULL) < 0)
                 return -EINVAL;
         snprintf(r.group, sizeof r.group, "%s", f[6]);
         *ret = r;
@@ -543,7 +523,7 @@ static int load_line(Loader *l, char *line, const char **ret_reason) {
         case 'R': {
                 uint64_t id;
                 uintptr_t i;
-                if (n != 2 || parse_u64(f[1], &id) < 0)
+                if (n != 2 || parse_u64(f[1], &id, NULL) < 0)
                         return *ret_reason = "a malformed release record", -EBADMSG;
                 i = (uintptr_t) hashmap_remove(&l->by_id, id);
                 if (i != 0)
@@ -555,8 +535,8 @@ static int load_line(Loader *l, char *line, const char **ret_reason) {
         case 'G':
         case 'O': {
                 uint64_t runtime, period;
-                if (n != 4 || !group_path_valid(f[1]) || parse_u64(f[2], &runtime) < 0 ||
-                    parse_u64(f[3], &period) < 0)
+                if (n != 4 || !group_path_valid(f[1]) || parse_u64(f[2], &runtime, NULL) < 0 ||
+                    parse_u64(f[3], &period, NULL) < 0)
                         return *ret_reason = "a malformed group record", -EBADMSG;
                 return loader_group(l, f[1], false, f[0][0] == 'O', runtime, period);
         }

@@ -122,6 +122,30 @@ void *hashmap_remove(Hashmap *m, uint64_t key) {
         return value;
 }
 
+bool hashmap_iterate(const Hashmap *m, HashmapIter *i, uint64_t *ret_key, void **ret_value) {
+        for (; i->slot < m->n_slots; i->slot++) {
+                const HashmapEntry *e = &m->slots[i->slot];
+
+                if (e->key == 0)
+                        continue;
+                i->slot++;
+                if (ret_key)
+                        *ret_key = e->key;
+                if (ret_value)
+                        *ret_value = e->value;
+                return true;
+        }
+        return false;
+}
+
+void hashmap_done_free(Hashmap *m, void (*free_value)(void *value)) {
+        if (free_value)
+                for (size_t i = 0; i < m->n_slots; i++)
+                        if (m->slots[i].key != 0 && m->slots[i].value)
+                                free_value(m->slots[i].value);
+        hashmap_done(m);
+}
+
 void hashmap_done(Hashmap *m) {
         free(m->slots);
         *m = (Hashmap) HASHMAP_INIT;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "core/bandwidth.h"
+#include "basic/macro.h"
 #include "core/duration.h"
 
 int bw_of(uint64_t runtime, uint64_t period, uint64_t *ret_bw) {
@@ -56,29 +57,43 @@ int bw_sub(uint64_t a, uint64_t b, uint64_t *ret) {
         return 0;
 }
 
-static char *format_tenths(uint64_t bw, char *buf, bool up) {
-        unsigned __int128 tenths;
+char *bw_format_percent(uint64_t bw, unsigned decimals, BwRound round, char buf[static DURATION_MAX]) {
+        uint64_t scale = 1, whole, frac;
+        unsigned __int128 v;
 
         if (bw == UINT64_MAX) {
                 snprintf(buf, DURATION_MAX, "unlimited");
                 return buf;
         }
-        tenths = (unsigned __int128) bw * 1000;
-        tenths += up ? BW_UNIT - 1 : BW_UNIT / 2;
-        tenths >>= BW_SHIFT;
-        if (tenths % 10 == 0)
-                snprintf(buf, DURATION_MAX, "%" PRIu64 "%%", (uint64_t) (tenths / 10));
+        decimals = MIN(decimals, 6u);
+        for (unsigned i = 0; i < decimals; i++)
+                scale *= 10;
+        /* v = bw * 100 * 10^decimals / BW_UNIT, rounded: at most 2^64 * 10^8, well within 128 bits. */
+        v = (unsigned __int128) bw * 100 * scale;
+        if (round == BW_ROUND_NEAREST)
+                v += BW_UNIT / 2;
+        else if (round == BW_ROUND_UP)
+                v += BW_UNIT - 1;
+        v >>= BW_SHIFT;
+        whole = (uint64_t) (v / scale);
+        frac = (uint64_t) (v % scale);
+        while (decimals > 0 && frac % 10 == 0) {
+                frac /= 10;
+                decimals--;
+        }
+        if (decimals == 0)
+                snprintf(buf, DURATION_MAX, "%" PRIu64 "%%", whole);
         else
-                snprintf(buf, DURATION_MAX, "%" PRIu64 ".%u%%", (uint64_t) (tenths / 10), (unsigned) (tenths % 10));
+                snprintf(buf, DURATION_MAX, "%" PRIu64 ".%0*" PRIu64 "%%", whole, (int) decimals, frac);
         return buf;
 }
 
-char *bw_format(uint64_t bw, char *buf) {
-        return format_tenths(bw, buf, false);
+char *bw_format(uint64_t bw, char buf[static DURATION_MAX]) {
+        return bw_format_percent(bw, 1, BW_ROUND_NEAREST, buf);
 }
 
-char *bw_format_up(uint64_t bw, char *buf) {
-        return format_tenths(bw, buf, true);
+char *bw_format_up(uint64_t bw, char buf[static DURATION_MAX]) {
+        return bw_format_percent(bw, 1, BW_ROUND_UP, buf);
 }
 
 int bw_cpu_max(uint64_t runtime_ns, uint64_t period_ns, uint64_t *ret_quota_us, uint64_t *ret_period_us) {

@@ -20,6 +20,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/duration.h"
+
 #define BW_SHIFT 20
 #define BW_UNIT (UINT64_C(1) << BW_SHIFT)
 
@@ -36,14 +38,27 @@ int bw_kernel_capacity(unsigned ncpus, int64_t rt_runtime_us, uint64_t rt_period
 int bw_add(uint64_t a, uint64_t b, uint64_t *ret);
 int bw_sub(uint64_t a, uint64_t b, uint64_t *ret);
 
-/* Format a bandwidth as a percentage of one CPU, rounded to the nearest tenth, trailing ".0"
- * dropped: BW_UNIT -> "100%", BW_UNIT/8 -> "12.5%", 3 * BW_UNIT / 2 -> "150%", 6 ms per 100 ms
- * (62914 units, 5.99999%) -> "6%"; UINT64_MAX (no limit) -> "unlimited". Returns buf (at least
- * DURATION_MAX bytes). */
-char *bw_format(uint64_t bw, char *buf);
-/* The same, rounded up: for what a request needs (20 ms per 100 ms is 209715 units, which rounds
- * down to 19.9% but is asked for as 20%). */
-char *bw_format_up(uint64_t bw, char *buf);
+/* How a bandwidth is rounded to the last decimal shown. */
+typedef enum BwRound {
+        BW_ROUND_DOWN,    /* what the kernel's arithmetic keeps */
+        BW_ROUND_NEAREST, /* for showing what is: 6 ms per 100 ms (62914 units, 5.99995%) is 6% */
+        BW_ROUND_UP,      /* for what a request needs: it never shows less than it is */
+} BwRound;
+
+/* The one percentage formatter: bw as a percentage of one CPU (BW_UNIT is 100%) with at most
+ * `decimals` decimals (0 to 6; more count as 6), rounded as `round` says, trailing zeros after the
+ * point dropped with the point itself: BW_UNIT / 8 with 1 -> "12.5%", BW_UNIT with 1 -> "100%",
+ * 62914 with 1 and nearest -> "6%", with 3 and down -> "5.999%". UINT64_MAX (no limit) is
+ * "unlimited". Returns buf. Used by the daemon's messages, the configuration's check and edfctl. */
+char *bw_format_percent(uint64_t bw, unsigned decimals, BwRound round, char buf[static DURATION_MAX]);
+
+/* bw_format_percent() with one decimal rounded to nearest, what edfd and edfctl show everywhere:
+ * BW_UNIT -> "100%", BW_UNIT/8 -> "12.5%", 3 * BW_UNIT / 2 -> "150%", 6 ms per 100 ms (62914
+ * units, 5.99995%) -> "6%"; UINT64_MAX -> "unlimited". Returns buf. */
+char *bw_format(uint64_t bw, char buf[static DURATION_MAX]);
+/* The same rounded up: for what a request needs (20 ms per 100 ms is 209715 units, 19.99998%,
+ * which rounds down to 19.9% but is asked for as 20%). */
+char *bw_format_up(uint64_t bw, char buf[static DURATION_MAX]);
 
 /* The cgroup v2 cpu.max pair for a group of runtime/period. The kernel takes periods of 1 ms to
  * 1 s and quotas of at least 1 ms, so the pair is scaled to keep the ratio: a 10 s period becomes

@@ -401,10 +401,7 @@ Tree *tree_free(Tree *t) {
         hashmap_done(&t->by_id);
         hashmap_done(&t->by_tid);
         hashmap_done(&t->by_pid);
-        for (size_t i = 0; i < t->by_uid.n_slots; i++)
-                if (t->by_uid.slots[i].key)
-                        free(t->by_uid.slots[i].value);
-        hashmap_done(&t->by_uid);
+        hashmap_done_free(&t->by_uid, free);
         free(t);
         return NULL;
 }

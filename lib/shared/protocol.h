@@ -6,7 +6,7 @@
  * org.edfd.Admission1(5).
  *
  * Units on the bus: times are uint64 nanoseconds; bandwidths are uint64 fixed point with 20
- * fractional bits (1 << 20 = one whole CPU), the kernel's own unit.
+ * fractional bits, the kernel's own unit: BW_UNIT of core/bandwidth.h (1 << 20) is one whole CPU.
  *
  * Methods (interface EDFD_BUS_INTERFACE):
  *   Admit(t pid, t tid, s group, t runtime, t deadline, t period, t flags) -> (t id)
@@ -66,6 +66,3 @@
 #define EDFD_ADMIT_OVERRUN_SIGNAL UINT64_C(2) /* SCHED_FLAG_DL_OVERRUN: SIGXCPU on overrun */
 #define EDFD_ADMIT_MOVE UINT64_C(4)           /* also move the process into the group's cgroup */
 #define EDFD_ADMIT_ALL (EDFD_ADMIT_RECLAIM | EDFD_ADMIT_OVERRUN_SIGNAL | EDFD_ADMIT_MOVE)
-
-/* Bandwidth unit on the bus, as in core/bandwidth.h. */
-#define EDFD_BW_UNIT (UINT64_C(1) << 20)

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "bench-lib.h"
+#include "core/bandwidth.h"
 #include "shared/protocol.h"
 #include "sched-dl.h"
 
@@ -445,9 +446,9 @@ static int probe_set(pid_t tid, uint64_t runtime, uint64_t period) {
         return sched_setattr_raw(tid, &a, 0);
 }
 
-/* The kernel's to_ratio(): bandwidth in 1 << 20 units. */
+/* The kernel's to_ratio(): bandwidth in BW_UNIT units. */
 static uint64_t kernel_bw(uint64_t runtime, uint64_t period) {
-        return (runtime << 20) / period;
+        return (runtime << BW_SHIFT) / period;
 }
 
 int bench_kernel_headroom(uint64_t *ret_bw) {

@@ -32,6 +32,7 @@
 #include <criterion/criterion.h>
 
 #include "basic/macro.h"
+#include "basic/proc.h"
 #include "harness.h"
 #include "shared/protocol.h"
 
@@ -426,7 +427,7 @@ int harness_dl_reset(pid_t tid) {
 uint64_t harness_bw(uint64_t runtime, uint64_t period) {
         if (period == 0)
                 return 0;
-        return (runtime << 20) / period;
+        return (runtime << BW_SHIFT) / period;
 }
 
 /* The largest runtime over period that the kernel admits for tid, which is already SCHED_DEADLINE
@@ -596,52 +597,25 @@ int harness_kernel_total_bw(long long *ret) {
         return n == (ssize_t) sizeof *ret ? 0 : -ENOENT;
 }
 
-/* A thread that has exited but is not reaped yet keeps its policy for sched_getattr, but the kernel
- * gave its bandwidth back when it died. */
-static bool is_zombie(const char *pid, const char *tid) {
-        char path[600], buf[512], *p;
-        FILE *fp;
-        bool z = false;
+/* One thread of the walk: what it holds, unless it has exited and is not reaped yet (it keeps its
+ * policy for sched_getattr, but the kernel gave its bandwidth back when it died). */
+static int add_dl_bw(const ProcEntry *e, void *userdata) {
+        uint64_t *sum = userdata;
+        ProcStat st;
+        SchedAttr a;
 
-        snprintf(path, sizeof path, "/proc/%s/task/%s/stat", pid, tid);
-        fp = fopen(path, "re");
-        if (!fp)
-                return true; /* gone */
-        if (fgets(buf, sizeof buf, fp) && (p = strrchr(buf, ')')) && p[1] == ' ')
-                z = p[2] == 'Z' || p[2] == 'X';
-        fclose(fp);
-        return z;
+        if (harness_sched_getattr(e->tid, &a) == 0 && a.sched_policy == SCHED_DEADLINE &&
+            proc_entry_stat(e, PROC_STAT_STATE, &st) == 0 && st.state != 'Z' && st.state != 'X')
+                *sum += harness_bw(a.sched_runtime, a.sched_period);
+        return 0;
 }
 
 uint64_t harness_dl_bw_on_machine(void) {
-        DIR *procs = opendir("/proc");
-        struct dirent *p;
         uint64_t sum = 0;
+        int r;
 
-        cr_assert(procs, "opendir /proc: %m");
-        while ((p = readdir(procs))) {
-                char path[300];
-                struct dirent *t;
-                DIR *tasks;
-
-                if (p->d_name[0] < '1' || p->d_name[0] > '9')
-                        continue;
-                snprintf(path, sizeof path, "/proc/%s/task", p->d_name);
-                tasks = opendir(path);
-                if (!tasks)
-                        continue;
-                while ((t = readdir(tasks))) {
-                        SchedAttr a;
-
-                        if (t->d_name[0] < '1' || t->d_name[0] > '9')
-                                continue;
-                        if (harness_sched_getattr((pid_t) atoi(t->d_name), &a) == 0 &&
-                            a.sched_policy == SCHED_DEADLINE && !is_zombie(p->d_name, t->d_name))
-                                sum += harness_bw(a.sched_runtime, a.sched_period);
-                }
-                closedir(tasks);
-        }
-        closedir(procs);
+        r = proc_walk_all_threads(add_dl_bw, &sum);
+        cr_assert_eq(r, 0, "walk /proc: %s", strerror(-r));
         return sum;
 }
 
@@ -1881,7 +1855,7 @@ static void repair_kernel_count(void) {
         long long v;
 
         for (unsigned i = 0; i < 6; i++) {
-                if (harness_kernel_shortfall(&shortfall) < 0 || shortfall <= HARNESS_BW_UNIT / 1000)
+                if (harness_kernel_shortfall(&shortfall) < 0 || shortfall <= BW_UNIT / 1000)
                         return;
                 fprintf(stderr, "harness: the kernel's deadline count is %" PRIu64 " short of what exists (a kernel "
                         "fault); recounting in 1 s\n", shortfall);

@@ -26,13 +26,13 @@
 
 #include "basic/macro.h"
 #include "basic/sched-attr.h"
+#include "core/bandwidth.h" /* BW_UNIT, BW_SHIFT: the kernel's fixed point */
 
 static inline bool streq(const char *a, const char *b) {
         return strcmp(a, b) == 0;
 }
 
 
-#define HARNESS_BW_UNIT (UINT64_C(1) << 20)
 #define HARNESS_MSEC UINT64_C(1000000)
 
 #define HARNESS_MAX_THREADS 8
@@ -292,10 +292,11 @@ void harness_empty_pool(const HarnessChild *filler);
  * 4.19 s (rounds to zero), then SCHED_OTHER. Does nothing if tid is not SCHED_DEADLINE. */
 int harness_dl_reset(pid_t tid);
 
-/* The kernel's unit bandwidth of runtime/period: (runtime << 20) / period, as to_ratio(). */
+/* The kernel's unit bandwidth of runtime/period: (runtime << BW_SHIFT) / period, as to_ratio(),
+ * written out here rather than bw_of()'s so that the tests check the core against the formula. */
 uint64_t harness_bw(uint64_t runtime, uint64_t period);
 
-/* The deadline bandwidth the kernel still admits, machine-wide, in 1 << 20 units: binary-searches
+/* The deadline bandwidth the kernel still admits, machine-wide, in BW_UNIT units: binary-searches
  * the largest runtime over 100 ms that sched_setattr admits on sleeping helpers (one after another
  * while each gets a whole CPU), then lowers each to a zero-rounding bandwidth and SCHED_OTHER. */
 int harness_probe_headroom(uint64_t *ret);

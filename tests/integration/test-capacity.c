@@ -171,7 +171,7 @@ static long rt_runtime_for_70pct(void) {
         uint64_t want = harness_bw(70 * MS, P100) + servers;
 
         /* usable = ncpu x rt/1e6 - servers, so rt = (70% + servers) / ncpu in 2^-20 units, in us. */
-        return (long) (want * 1000000 / HARNESS_BW_UNIT / (uint64_t) ncpu);
+        return (long) (want * 1000000 / BW_UNIT / (uint64_t) ncpu);
 }
 
 Test(capacity, lowered_below_allocation_evicts_nobody) {
@@ -435,7 +435,7 @@ static void ending_thread_at_look(bool admitted, bool debugfs) {
                 cr_expect_eq(shortfall, 0,
                              "the kernel counts %" PRIu64 " (%.1f%% of a CPU) less deadline bandwidth than exists after a "
                              "thread of 600ms/4s (%s) ended %.2f s before edfd's periodic look",
-                             shortfall, 100.0 * (double) shortfall / (double) HARNESS_BW_UNIT,
+                             shortfall, 100.0 * (double) shortfall / (double) BW_UNIT,
                              admitted ? "admitted through edfd" : "not edfd's",
                              (double) ((int64_t) t_look - (int64_t) t_exit) / 1e9);
                 if (!exercised)

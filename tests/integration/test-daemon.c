@@ -726,7 +726,7 @@ Test(daemon, properties) {
         free(version);
 
         cr_assert_gt(capacity, 0);
-        cr_assert_leq(capacity, (uint64_t) ncpu * HARNESS_BW_UNIT * 95 / 100 + 1,
+        cr_assert_leq(capacity, (uint64_t) ncpu * BW_UNIT * 95 / 100 + 1,
                       "Capacity %" PRIu64 " is above %ld CPUs x 95%%", capacity, ncpu);
         cr_assert_leq(capacity, kernel_capacity, "Capacity %" PRIu64 " is above KernelCapacity %" PRIu64, capacity,
                       kernel_capacity);
@@ -737,9 +737,9 @@ Test(daemon, properties) {
          * little still fails here. Without debugfs, only all of five probes failing counts. */
         for (unsigned i = 0; i < 5; i++) {
                 cr_assert_eq(harness_probe_headroom(&headroom), 0);
-                if (headroom <= capacity + HARNESS_BW_UNIT / 100)
+                if (headroom <= capacity + BW_UNIT / 100)
                         break;
-                if (harness_kernel_shortfall(&shortfall) == 0 && headroom <= capacity + HARNESS_BW_UNIT / 100 + shortfall) {
+                if (harness_kernel_shortfall(&shortfall) == 0 && headroom <= capacity + BW_UNIT / 100 + shortfall) {
                         cr_log_info("the kernel counts %" PRIu64 " less deadline bandwidth than its fair servers "
                                     "and deadline threads hold, so it admits %" PRIu64 " for edfd's %" PRIu64,
                                     shortfall, headroom, capacity);
@@ -747,7 +747,7 @@ Test(daemon, properties) {
                 }
                 harness_usleep(200 * 1000);
         }
-        cr_assert_leq(headroom, capacity + HARNESS_BW_UNIT / 100 + shortfall,
+        cr_assert_leq(headroom, capacity + BW_UNIT / 100 + shortfall,
                       "the kernel admits %" PRIu64 " but edfd's Capacity (auto) is only %" PRIu64
                       " (the kernel's own count is short by %" PRIu64 ")", headroom, capacity, shortfall);
 

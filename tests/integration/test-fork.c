@@ -57,7 +57,7 @@
 #define RESYNC_WAIT_USEC (15 * USEC_PER_SEC)
 #define STORM_FORKS 10000
 /* Headroom probes resolve to a few units; a leaked 500us/100ms child would be 5242. */
-#define HEADROOM_TOLERANCE (HARNESS_BW_UNIT / 1000)
+#define HEADROOM_TOLERANCE (BW_UNIT / 1000)
 
 TestSuite(fork, .fini = harness_fini, .timeout = 180);
 
@@ -1817,7 +1817,7 @@ Test(fork, donor_rule_on_return) {
                         break;
                 case DONOR_FILL_GROUP: {
                         uint64_t need = group_bandwidth(h, "split") - group_allocated(h, "split", NULL);
-                        uint64_t fill_rt = (need * P100 + HARNESS_BW_UNIT - 1) / HARNESS_BW_UNIT;
+                        uint64_t fill_rt = (need * P100 + BW_UNIT - 1) / BW_UNIT;
 
                         fill_bw = bw(fill_rt, P100);
                         cr_assert_eq(fill_bw, need, "%s: no runtime over 100ms has bandwidth %" PRIu64, name, need);

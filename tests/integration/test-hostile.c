@@ -36,6 +36,7 @@
 #include <criterion/criterion.h>
 
 #include "agent.h"
+#include "basic/proc.h"
 #include "harness.h"
 #include "shared/protocol.h"
 
@@ -106,32 +107,16 @@ static void sleeper_kill(pid_t pid) {
 
 /* /proc/PID/stat: ppid and flags. */
 static bool proc_stat(pid_t pid, int *ret_ppid, unsigned long *ret_flags) {
-        char path[64], buf[1024], *p;
-        ssize_t n;
-        int fd, ppid;
-        unsigned long flags;
+        ProcStat st;
 
-        snprintf(path, sizeof path, "/proc/%d/stat", (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-                return false;
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        p = strrchr(buf, ')');
-        /* state ppid pgrp session tty_nr tpgid flags */
-        if (!p || sscanf(p + 1, " %*c %d %*d %*d %*d %*d %lu", &ppid, &flags) != 2)
+        if (proc_read_stat(pid, pid, PROC_STAT_PPID | PROC_STAT_FLAGS, &st) < 0)
                 return false;
         if (ret_ppid)
-                *ret_ppid = ppid;
+                *ret_ppid = (int) st.ppid;
         if (ret_flags)
-                *ret_flags = flags;
+                *ret_flags = (unsigned long) st.flags;
         return true;
 }
-
-#define PF_KTHREAD 0x00200000UL
 
 static bool is_kernel_thread(pid_t pid) {
         unsigned long flags;
@@ -139,7 +124,7 @@ static bool is_kernel_thread(pid_t pid) {
 
         if (pid == 2)
                 return true;
-        return proc_stat(pid, &ppid, &flags) && ((flags & PF_KTHREAD) || ppid == 2);
+        return proc_stat(pid, &ppid, &flags) && ((flags & PROC_PF_KTHREAD) || ppid == 2);
 }
 
 /* A kernel thread (child of kthreadd) allowed on every CPU and asleep: a workqueue rescuer
@@ -1307,7 +1292,7 @@ static void fuzz_check(Fuzz *f) {
         /* nobody's limits (root never admits nobody's processes in this run, nor updates nobody's
          * reservations). */
         cr_assert_leq(nobody_n, 4, "nobody holds %" PRIu64 " reservations, its limit is 4", nobody_n);
-        cr_assert_leq(nobody_bw, HARNESS_BW_UNIT * 2 / 100 + 1, "nobody holds bandwidth %" PRIu64 ", its limit is 2%%",
+        cr_assert_leq(nobody_bw, BW_UNIT * 2 / 100 + 1, "nobody holds bandwidth %" PRIu64 ", its limit is 2%%",
                       nobody_bw);
         harness_reservations_free(l, n);
         harness_groups_free(g, ng);

@@ -402,66 +402,8 @@ Test(sched, get_and_start_time) {
         cr_expect_eq(sched_read_start_time(0, 1, &st), -EINVAL);
 }
 
-Test(sched, parse_start_time) {
-        static const char tail[] = " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 4242 20 21 22\n";
-        static const struct {
-                const char *comm; /* between the parentheses */
-                const char *rest; /* NULL: tail */
-                int ret;
-                uint64_t v;
-        } cases[] = {
-                { "bash", NULL, 0, 4242 },
-                { "a b c", NULL, 0, 4242 },
-                { "x) 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 99", NULL, 0, 4242 },
-                { ")", NULL, 0, 4242 },
-                { "((", NULL, 0, 4242 },
-                { "", NULL, 0, 4242 },
-                { "ok", " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 0", 0, 0 },
-                { "ok", " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 18446744073709551615", 0, UINT64_MAX },
-                { "ok", " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 18446744073709551616", -EBADMSG, 0 },
-                { "ok", " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 -1", -EBADMSG, 0 },
-                { "ok", " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 12x", -EBADMSG, 0 },
-                { "ok", " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18", -EBADMSG, 0 },
-                { "ok", " S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 ", -EBADMSG, 0 },
-                { "ok", " S 1  2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19", -EBADMSG, 0 },
-                { "ok", "", -EBADMSG, 0 },
-        };
-        uint64_t v;
-
-        for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-                char buf[256];
-                int len = snprintf(buf, sizeof(buf), "123 (%s)%s", cases[i].comm,
-                                   cases[i].rest ? cases[i].rest : tail);
-                int r;
-
-                v = 777;
-                r = sched_parse_start_time(buf, (size_t) len, &v);
-                cr_expect_eq(r, cases[i].ret, "case %zu \"%s\": %d", i, buf, r);
-                if (r == 0)
-                        cr_expect_eq(v, cases[i].v, "case %zu: %" PRIu64, i, v);
-                else
-                        cr_expect_eq(v, 777, "case %zu: ret written on failure", i);
-        }
-        cr_expect_eq(sched_parse_start_time("no parens at all", 16, &v), -EBADMSG);
-        cr_expect_eq(sched_parse_start_time("1 x) S", 6, &v), -EBADMSG, "')' without '('");
-        cr_expect_eq(sched_parse_start_time("", 0, &v), -EBADMSG);
-}
-
-/* Field 9 (the task's flags) comes out of the same pass; a bad one is a bad line. */
-Test(sched, parse_stat_flags) {
-        static const char ok[] = "7 (kworker/0:1) I 2 0 0 0 -1 69238880 0 0 0 0 0 0 0 0 20 0 1 0 42 0 0\n";
-        static const char bad[] = "7 (k) I 2 0 0 0 -1 6923x880 0 0 0 0 0 0 0 0 20 0 1 0 42 0 0\n";
-        uint64_t st = 0, flags = 0;
-
-        cr_assert_eq(sched_parse_stat(ok, sizeof ok - 1, &st, &flags), 0);
-        cr_expect_eq(st, 42);
-        cr_expect_eq(flags, 69238880);
-        cr_expect(flags & SCHED_PF_KTHREAD, "69238880 has PF_KTHREAD");
-        cr_expect_eq(sched_parse_stat(bad, sizeof bad - 1, &st, &flags), -EBADMSG);
-        /* Without the flags asked for, only the start time matters. */
-        cr_expect_eq(sched_parse_stat(bad, sizeof bad - 1, &st, NULL), 0);
-        cr_expect_eq(st, 42);
-}
+/* The stat parser itself (comm with ')' and blanks, truncated lines, overflow, field 9) is tested
+ * in tests/unit/test-basic.c. */
 
 static void *block_on_pipe(void *arg) {
         int *fds = arg;

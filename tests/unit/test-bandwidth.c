@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* bw_of(), bw_kernel_capacity(), bw_add(), bw_sub(), bw_format(): the kernel's fixed point, exactly. */
+/* bw_of(), bw_kernel_capacity(), bw_add(), bw_sub(), bw_format_percent(): the kernel's fixed point,
+ * exactly. */
 
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -212,7 +213,7 @@ static const FmtCase fmt_cases[] = {
         { 3 * BW_UNIT / 2,    "150%" },
         { 2 * BW_UNIT,        "200%" },
         { 104857,             "10%" },            /* bw_of(10ms, 100ms) = 9.99999%: to the nearest tenth */
-        { 62914,              "6%" },             /* bw_of(6ms, 100ms) = 5.99998% */
+        { 62914,              "6%" },             /* bw_of(6ms, 100ms) = 5.99995% */
         { 2 * 996147,         "190%" },
         { UINT64_MAX - 1,     "1759218604441600%" },
         { UINT64_MAX,         "unlimited" },          /* what bw_kernel_capacity() returns for "off" */
@@ -231,21 +232,112 @@ Test(bandwidth, format) {
         }
 }
 
-/* bw_format() of every bandwidth is the one-decimal percentage rounded to nearest. */
+/* The one-decimal percentage, rounded to nearest or up, as bw_format() and bw_format_up() print it
+ * (before bw_format_percent() they had a formatter of their own; this is its formula). */
+static void ref_tenths(uint64_t bw, bool up, char want[static DURATION_MAX]) {
+        uint64_t tenths = (uint64_t) (((unsigned __int128) bw * 1000 + (up ? BW_UNIT - 1 : BW_UNIT / 2)) >> BW_SHIFT);
+
+        if (tenths % 10 == 0)
+                snprintf(want, DURATION_MAX, "%" PRIu64 "%%", tenths / 10);
+        else
+                snprintf(want, DURATION_MAX, "%" PRIu64 ".%" PRIu64 "%%", tenths / 10, tenths % 10);
+}
+
+/* bw_format() of every bandwidth is the one-decimal percentage rounded to nearest, bw_format_up()
+ * the same rounded up. */
 Test(bandwidth, format_random) {
         uint64_t seed = 3;
 
         for (unsigned i = 0; i < 100000; i++) {
                 uint64_t bw = MIN(lcg(&seed) >> (lcg(&seed) % 64), UINT64_MAX - 1);
-                uint64_t tenths = (uint64_t) (((unsigned __int128) bw * 1000 + BW_UNIT / 2) >> BW_SHIFT);
                 char want[DURATION_MAX], buf[DURATION_MAX];
 
-                if (tenths % 10 == 0)
-                        snprintf(want, sizeof want, "%" PRIu64 "%%", tenths / 10);
-                else
-                        snprintf(want, sizeof want, "%" PRIu64 ".%" PRIu64 "%%", tenths / 10, tenths % 10);
+                ref_tenths(bw, false, want);
                 bw_format(bw, buf);
                 cr_assert_str_eq(buf, want, "bw_format(%" PRIu64 ") = \"%s\", expected \"%s\"", bw, buf, want);
+                ref_tenths(bw, true, want);
+                bw_format_up(bw, buf);
+                cr_assert_str_eq(buf, want, "bw_format_up(%" PRIu64 ") = \"%s\", expected \"%s\"", bw, buf, want);
+        }
+}
+
+typedef struct PercentCase {
+        uint64_t bw;
+        unsigned decimals;
+        BwRound round;
+        const char *s;
+} PercentCase;
+
+static const PercentCase percent_cases[] = {
+        { 0,                 0, BW_ROUND_UP,      "0%" },
+        { 0,                 4, BW_ROUND_NEAREST, "0%" },
+        { 1,                 1, BW_ROUND_DOWN,    "0%" },
+        { 1,                 1, BW_ROUND_NEAREST, "0%" },
+        { 1,                 1, BW_ROUND_UP,      "0.1%" },       /* the least above nothing */
+        { 1,                 6, BW_ROUND_UP,      "0.000096%" },  /* 100 / 2^20 = 0.0000953...% */
+        { 1,                 9, BW_ROUND_UP,      "0.000096%" },  /* more than 6 decimals count as 6 */
+        { 1023,              2, BW_ROUND_NEAREST, "0.1%" },       /* 0.09756%: the trailing 0 goes */
+        { 1024,              3, BW_ROUND_DOWN,    "0.097%" },
+        { 62914,             1, BW_ROUND_DOWN,    "5.9%" },       /* 5.99995% */
+        { 62914,             1, BW_ROUND_NEAREST, "6%" },
+        { 62914,             3, BW_ROUND_DOWN,    "5.999%" },
+        { 62914,             4, BW_ROUND_NEAREST, "5.9999%" },
+        { 62914,             5, BW_ROUND_NEAREST, "5.99995%" },
+        { 209715,            1, BW_ROUND_DOWN,    "19.9%" },      /* 20ms/100ms: 19.99998% */
+        { 209715,            1, BW_ROUND_UP,      "20%" },
+        { 209715,            0, BW_ROUND_DOWN,    "19%" },
+        { BW_UNIT / 8,       0, BW_ROUND_NEAREST, "13%" },        /* 12.5 rounds half up */
+        { BW_UNIT / 8,       0, BW_ROUND_DOWN,    "12%" },
+        { BW_UNIT / 8,       3, BW_ROUND_UP,      "12.5%" },      /* exact: nothing to round */
+        { BW_UNIT,           4, BW_ROUND_UP,      "100%" },
+        { BW_UNIT + 1,       1, BW_ROUND_UP,      "100.1%" },
+        { UINT64_MAX - 1,    1, BW_ROUND_NEAREST, "1759218604441600%" },
+        { UINT64_MAX - 1,    6, BW_ROUND_UP,      "1759218604441599.99981%" },
+        { UINT64_MAX - 1,    6, BW_ROUND_DOWN,    "1759218604441599.999809%" },
+        { UINT64_MAX,        2, BW_ROUND_DOWN,    "unlimited" },
+};
+
+Test(bandwidth, format_percent) {
+        for (size_t i = 0; i < ELEMENTSOF(percent_cases); i++) {
+                const PercentCase *c = &percent_cases[i];
+                char buf[DURATION_MAX];
+
+                memset(buf, 'x', sizeof buf);
+                cr_expect_eq(bw_format_percent(c->bw, c->decimals, c->round, buf), buf);
+                cr_expect_str_eq(buf, c->s, "bw_format_percent(%" PRIu64 ", %u, %d) = \"%s\", expected \"%s\"", c->bw,
+                                 c->decimals, (int) c->round, buf, c->s);
+        }
+}
+
+/* bw_format_percent() with 1 to 4 decimals rounded to nearest against the configuration check's
+ * pct_format() it replaced, so that every message stays byte for byte what it was. */
+Test(bandwidth, format_percent_random) {
+        uint64_t seed = 7;
+
+        for (unsigned i = 0; i < 100000; i++) {
+                uint64_t bw = MIN(lcg(&seed) >> (lcg(&seed) % 64), UINT64_MAX - 1);
+                char want[DURATION_MAX], buf[DURATION_MAX];
+
+                for (unsigned d = 1; d <= 4; d++) {
+                        unsigned __int128 scale = 1, v;
+                        char frac[16];
+                        size_t l;
+
+                        for (unsigned k = 0; k < d; k++)
+                                scale *= 10;
+                        v = ((unsigned __int128) bw * 100 * scale + BW_UNIT / 2) >> BW_SHIFT;
+                        if (v % scale == 0)
+                                snprintf(want, sizeof want, "%" PRIu64 "%%", (uint64_t) (v / scale));
+                        else {
+                                snprintf(frac, sizeof frac, "%0*" PRIu64, (int) d, (uint64_t) (v % scale));
+                                for (l = strlen(frac); l > 0 && frac[l - 1] == '0'; l--)
+                                        frac[l - 1] = '\0';
+                                snprintf(want, sizeof want, "%" PRIu64 ".%s%%", (uint64_t) (v / scale), frac);
+                        }
+                        bw_format_percent(bw, d, BW_ROUND_NEAREST, buf);
+                        cr_assert_str_eq(buf, want, "bw_format_percent(%" PRIu64 ", %u) = \"%s\", expected \"%s\"", bw,
+                                         d, buf, want);
+                }
         }
 }
 
