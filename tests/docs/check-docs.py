@@ -507,7 +507,7 @@ def check_dbus(mandir, xml, protocol_h, daemon_dir):
         t.ok(value in p.section("SYNOPSIS"), f"org.edfd.Admission1(5) SYNOPSIS names {value} ({macro})")
     # Every reason the daemon puts in a signal is explained under SIGNALS.
     reasons = set()
-    for f in ("manager.c", "manager-bus.c"):
+    for f in sorted(x for x in os.listdir(daemon_dir) if re.match(r"^manager(-[a-z]+)?\.c$", x)):
         for line in open(os.path.join(daemon_dir, f)):
             call = re.search(r"(manager_bus_emit_(added|removed|changed)|release_books|manager_release)\(", line)
             if call and not re.match(r"^\w", line):
