@@ -88,7 +88,25 @@ void authz_forget(CredsCache *c, const char *name) {
                 hashmap_remove(&c->by_name, h);
 }
 
+static int on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        CredsCache *c = userdata;
+        const char *name, *old_owner, *new_owner;
+
+        if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) < 0)
+                return 0;
+        if (name[0] == ':' && new_owner[0] == '\0')
+                authz_forget(c, name);
+        return 0;
+}
+
+int authz_cache_attach(CredsCache *c, sd_bus *bus) {
+        c->match = sd_bus_slot_unref(c->match);
+        return sd_bus_match_signal(bus, &c->match, "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                   "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, c);
+}
+
 void authz_cache_done(CredsCache *c) {
+        c->match = sd_bus_slot_unref(c->match);
         for (size_t i = 0; i < c->by_name.n_slots; i++)
                 for (CredsEntry *e = c->by_name.slots[i].value, *n; c->by_name.slots[i].key && e; e = n) {
                         n = e->next;

@@ -25,13 +25,18 @@ typedef struct CredsCache {
         Hashmap by_name;  /* hash_string(unique name) -> CredsEntry chain */
         size_t n;
         uint64_t queries; /* round trips to the bus */
+        sd_bus_slot *match; /* NameOwnerChanged, see authz_cache_attach() */
 } CredsCache;
 
 /* The sender of m, from the cache or the bus. 0, or negative errno (-EPERM for augmented creds). */
 int authz_caller(CredsCache *c, sd_bus_message *m, Caller *ret);
 /* Forget a unique name (it left the bus). */
 void authz_forget(CredsCache *c, const char *unique_name);
-/* Free the cache. */
+/* Forget each unique name as it leaves bus: one NameOwnerChanged match for every name, owned by the
+ * cache (not an sd_bus_track: that tells only when all of its names are gone, and a match per caller
+ * would cost the bus an AddMatch for each). 0, or negative errno. */
+int authz_cache_attach(CredsCache *c, sd_bus *bus);
+/* Free the cache and its match. */
 void authz_cache_done(CredsCache *c);
 
 /* The uid owning process pid (from /proc/PID), or negative errno. */

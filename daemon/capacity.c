@@ -4,10 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/bandwidth.h"
 #include "capacity.h"
+#include "log.h"
 #include "basic/macro.h"
 #include "basic/proc.h"
 #include "sched-dl.h"
@@ -273,4 +275,260 @@ int capacity_read_dl_bw(int64_t *ret) {
         int r = read_sched_debug(&buf, &n);
 
         return r < 0 ? r : capacity_parse_dl_bw(buf, n, ret);
+}
+
+/* --- the Capacity object --- */
+
+/* See Capacity: past a 0-lag time by this much (also covers exit events not read yet), and read at
+ * least this often. */
+#define RECOUNT_SLACK_NSEC (100 * NSEC_PER_MSEC)
+#define RT_REREAD_MAX_NSEC (300 * NSEC_PER_SEC)
+
+struct Capacity {
+        KernelCapacity kcap;
+        uint64_t unmanaged;
+        unsigned unmanaged_threads;
+        uint64_t fair_samples[3];  /* the fair servers' reserve as last measured, newest first */
+        unsigned n_fair_samples;
+        bool fair_reported;
+        bool count_negative;       /* debugfs shows the kernel's deadline count below zero */
+        bool admission_off_reported;
+        /* Reading sched_rt_{runtime,period}_us makes the kernel recount its deadline bandwidth,
+         * which miscounts while an ended deadline task waits for its 0-lag time: the sysctls are read
+         * again only once none of edfd's can be waiting (CLOCK_MONOTONIC ns), or after
+         * RT_REREAD_MAX_NSEC regardless. */
+        uint64_t recount_unsafe_until_ns, rt_read_ns;
+        int64_t dl_bw_at_read;     /* debugfs's dl_bw->bw at that read, if dl_bw_known */
+        bool dl_bw_known;
+
+        sd_event *event;           /* not ours; NULL until capacity_attach_event() */
+        sd_event_source *recount_timer;
+        CapacityChanged changed;
+        void *userdata;
+};
+
+static uint64_t now_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+/* capacity_read(), which has the kernel recount (see capacity.h); remembers when, and what debugfs
+ * showed as dl_bw->bw then (read without side effects: while it shows the same, the sysctls have
+ * not changed and need no reading). */
+static int rt_read(Capacity *c, KernelCapacity *ret) {
+        int r = capacity_read(ret);
+
+        if (r < 0)
+                return r;
+        c->rt_read_ns = now_ns();
+        c->dl_bw_known = capacity_read_dl_bw(&c->dl_bw_at_read) == 0;
+        return 0;
+}
+
+int capacity_new(Capacity **ret) {
+        Capacity *c = calloc(1, sizeof *c);
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        r = rt_read(c, &c->kcap);
+        if (r < 0) {
+                free(c);
+                return r;
+        }
+        *ret = c;
+        return 0;
+}
+
+Capacity *capacity_free(Capacity *c) {
+        if (!c)
+                return NULL;
+        sd_event_source_disable_unref(c->recount_timer);
+        free(c);
+        return NULL;
+}
+
+void capacity_attach_event(Capacity *c, sd_event *e, CapacityChanged changed, void *userdata) {
+        c->event = e;
+        c->changed = changed;
+        c->userdata = userdata;
+}
+
+const KernelCapacity *capacity_kernel(const Capacity *c) {
+        return &c->kcap;
+}
+
+uint64_t capacity_unmanaged(const Capacity *c) {
+        return c->unmanaged;
+}
+
+unsigned capacity_unmanaged_threads(const Capacity *c) {
+        return c->unmanaged_threads;
+}
+
+bool capacity_count_negative(const Capacity *c) {
+        return c->count_negative;
+}
+
+uint64_t capacity_root(const Capacity *c, bool cap_auto, uint64_t cap) {
+        uint64_t usable = c->kcap.usable, capped;
+
+        if (!cap_auto) {
+                if (__builtin_add_overflow(cap, c->unmanaged, &capped))
+                        capped = UINT64_MAX;
+                usable = MIN(usable, capped);
+        }
+        return usable;
+}
+
+/* Once none of edfd's ended deadline threads can be waiting for its 0-lag time: the capacity is
+ * read, which has the kernel recount (see capacity.h), and so give back what it kept for children
+ * raised after they had ended. Until then the timer only moves on. */
+static int on_recount_timer(sd_event_source *s, uint64_t usec, void *userdata);
+
+static void recount_arm(Capacity *c) {
+        int r;
+
+        if (!c->event || c->recount_timer)
+                return;
+        r = sd_event_add_time(c->event, &c->recount_timer, CLOCK_MONOTONIC, c->recount_unsafe_until_ns / 1000, 0,
+                              on_recount_timer, c);
+        if (r < 0)
+                log_debug("Cannot arm the timer to read the kernel's capacity later: %s", strerror(-r));
+}
+
+static int on_recount_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Capacity *c = userdata;
+        KernelCapacity kc;
+
+        (void) usec;
+        c->recount_timer = sd_event_source_disable_unref(s);
+        if (now_ns() < c->recount_unsafe_until_ns) {
+                recount_arm(c);
+                return 0;
+        }
+        /* Only the read: the rest of a capacity refresh (the scan for unmanaged threads) waits for
+         * the periodic look, unless the sysctls changed meanwhile. */
+        log_debug("No deadline thread of edfd's is ending: reading the capacity (the kernel recounts)");
+        if (rt_read(c, &kc) < 0)
+                return 0;
+        if ((kc.rt_runtime_us != c->kcap.rt_runtime_us || kc.rt_period_us != c->kcap.rt_period_us) && c->changed)
+                c->changed(c, c->userdata);
+        return 0;
+}
+
+void capacity_recount_unsafe_for(Capacity *c, uint64_t period_ns) {
+        uint64_t until;
+
+        if (__builtin_add_overflow(now_ns(), period_ns, &until) ||
+            __builtin_add_overflow(until, RECOUNT_SLACK_NSEC, &until))
+                until = UINT64_MAX;
+        c->recount_unsafe_until_ns = MAX(c->recount_unsafe_until_ns, until);
+        recount_arm(c);
+}
+
+/* capacity_read(), or capacity_read_reusing() the sysctls read last while a recount would miscount;
+ * then a timer reads them once it would not. */
+static int kcap_read_raw(Capacity *c, KernelCapacity *ret) {
+        uint64_t now = now_ns();
+        int64_t dl_bw;
+
+        /* Where debugfs shows dl_bw->bw unchanged, so are the sysctls: no recount at all. */
+        if (c->rt_read_ns != 0 && c->dl_bw_known && capacity_read_dl_bw(&dl_bw) == 0 && dl_bw == c->dl_bw_at_read)
+                return capacity_read_reusing(&c->kcap, ret);
+        if (c->rt_read_ns == 0 || now >= c->recount_unsafe_until_ns || now - c->rt_read_ns >= RT_REREAD_MAX_NSEC) {
+                /* (Has the kernel recount its deadline bandwidth: see capacity.h.) */
+                log_debug("Reading sched_rt_runtime_us and sched_rt_period_us");
+                return rt_read(c, ret);
+        }
+        recount_arm(c);
+        return capacity_read_reusing(&c->kcap, ret);
+}
+
+/* capacity_read(), with the fair servers' reserve measured lately in place of the one the kernel
+ * version implies. */
+static int kcap_read(Capacity *c, KernelCapacity *ret) {
+        KernelCapacity kc;
+        uint64_t fair = UINT64_MAX;
+        int r;
+
+        r = kcap_read_raw(c, &kc);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < c->n_fair_samples; i++)
+                fair = MIN(fair, c->fair_samples[i]);
+        if (c->n_fair_samples == ELEMENTSOF(c->fair_samples)) {
+                kc.fair_server = fair;
+                kc.fair_server_measured = true;
+                if (!kc.admission_off)
+                        kc.usable = kc.raw > fair ? kc.raw - fair : 0;
+        }
+        *ret = kc;
+        return 0;
+}
+
+int capacity_update(Capacity *c, bool reread) {
+        if (reread)
+                c->rt_read_ns = 0; /* asked for: read the sysctls now */
+        return kcap_read(c, &c->kcap);
+}
+
+/* One measurement of the fair servers' reserve: the root domain's dl_bw->total_bw (read before and
+ * after the scan of /proc, and only kept when both agree) less what the scan found every deadline
+ * thread to hold. Bandwidth the kernel still holds for a thread that just left SCHED_DEADLINE (until
+ * its 0-lag time) makes one measurement too large, never too small, so the reserve is the smallest of
+ * the last three, and is used only once there are three (20 s after start): bandwidth the kernel
+ * keeps for that long is lost to everyone, and edfd must not promise it. Without a readable debugfs,
+ * or with several root domains, the reserve stays what the kernel version implies. */
+static void fair_server_sample(Capacity *c, bool have_before, uint64_t before, uint64_t all_dl,
+                               CapacityReport *report) {
+        uint64_t after;
+
+        if (!have_before || capacity_read_total_bw(&after) < 0 || after != before || before < all_dl)
+                return;
+        memmove(c->fair_samples + 1, c->fair_samples, sizeof c->fair_samples - sizeof c->fair_samples[0]);
+        c->fair_samples[0] = before - all_dl;
+        if (c->n_fair_samples < ELEMENTSOF(c->fair_samples))
+                c->n_fair_samples++;
+        if (!c->fair_reported) {
+                KernelCapacity implied;
+                if (capacity_read(&implied) == 0) {
+                        report->fair_first = true;
+                        report->fair_measured = before - all_dl;
+                        report->fair_implied = implied.fair_server;
+                }
+                c->fair_reported = true;
+        }
+}
+
+void capacity_refresh(Capacity *c, const Tree *t, CapacityReport *ret) {
+        CapacityReport report = {};
+        uint64_t unmanaged = 0, all_dl = 0, total_before = 0;
+        unsigned n = 0;
+        KernelCapacity kc;
+        int r;
+
+        r = capacity_read_total_bw(&total_before);
+        if ((r == -ERANGE) != c->count_negative) {
+                c->count_negative = r == -ERANGE;
+                report.count_negative_changed = true;
+        }
+        if (capacity_scan_unmanaged(t, &unmanaged, &n, &all_dl) == 0) {
+                report.unmanaged_changed = n != c->unmanaged_threads;
+                c->unmanaged = unmanaged;
+                c->unmanaged_threads = n;
+                fair_server_sample(c, r == 0, total_before, all_dl, &report);
+        }
+        if (kcap_read(c, &kc) == 0)
+                c->kcap = kc;
+        if (c->kcap.admission_off && !c->admission_off_reported) {
+                report.admission_off_began = true;
+                c->admission_off_reported = true;
+        } else if (!c->kcap.admission_off && c->admission_off_reported) {
+                report.admission_off_ended = true;
+                c->admission_off_reported = false;
+        }
+        *ret = report;
 }

@@ -8,13 +8,15 @@
  * 1 s by default, changeable in debugfs) out of the same pool. Its per-CPU files in debugfs are not
  * readable even by root, but /sys/kernel/debug/sched/debug is where debugfs is mounted, and shows
  * the root domain's dl_bw->total_bw: the fair servers plus every deadline thread. capacity_read()
- * takes the reserve from what the kernel version implies; the caller may replace it by a
- * measurement (capacity_measure_fair_servers(): total_bw less the deadline threads found in /proc).
+ * takes the reserve from what the kernel version implies; the Capacity object below replaces it by a
+ * measurement (total_bw less the deadline threads found in /proc, see capacity_refresh()).
  * Deadline threads edfd did not admit hold bandwidth too: they are found by scanning /proc and
  * counted as "unmanaged". */
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include <systemd/sd-event.h>
 
 #include "core/params.h"
 #include "core/tree.h"
@@ -66,3 +68,61 @@ int capacity_read_dl_bw(int64_t *ret);
 /* Read dl_bw->total_bw from /sys/kernel/debug/sched/debug. Returns 0 and the value, or negative
  * errno (-ENOENT without debugfs, and the errors of capacity_parse_total_bw()). */
 int capacity_read_total_bw(uint64_t *ret);
+
+/* The Capacity object: what the manager knows of the kernel's capacity, and when it may ask again.
+ *
+ * It owns the last reading (KernelCapacity), the unmanaged deadline threads of the last scan, the
+ * last three measurements of the fair servers' reserve, and the "recount unsafe until" time: reading
+ * the sysctls has the kernel recount (see capacity_read()), which miscounts while an ended deadline
+ * task of edfd's waits for its 0-lag time, so they are read again only once none can be waiting
+ * (CLOCK_MONOTONIC ns), or at least every 300 s regardless; meanwhile their last values are reused.
+ * Its sd-event timer reads them once it is safe. It logs at debug level only: what is worth telling
+ * the operator comes back in a CapacityReport, and the manager says it. */
+typedef struct Capacity Capacity;
+
+/* Called when the recount timer's read found the sysctls changed: the caller refreshes. */
+typedef void (*CapacityChanged)(Capacity *c, void *userdata);
+
+/* Read the kernel's capacity now (the sysctls: the kernel recounts). 0 with *ret (the caller owns
+ * it, capacity_free()), or negative errno when /proc/sys cannot be read. */
+int capacity_new(Capacity **ret);
+/* Free c and its timer. NULL-safe; returns NULL. */
+Capacity *capacity_free(Capacity *c);
+/* From now on arm the recount timer on e (none before); changed(c, userdata) is called from it when
+ * the sysctls changed. e stays the caller's. */
+void capacity_attach_event(Capacity *c, sd_event *e, CapacityChanged changed, void *userdata);
+
+/* The last reading, valid until the next capacity_update() or capacity_refresh(). */
+const KernelCapacity *capacity_kernel(const Capacity *c);
+/* What the deadline threads edfd does not manage held at the last scan, and how many they were. */
+uint64_t capacity_unmanaged(const Capacity *c);
+unsigned capacity_unmanaged_threads(const Capacity *c);
+/* Whether debugfs showed the kernel's deadline count below zero at the last refresh. */
+bool capacity_count_negative(const Capacity *c);
+
+/* The root's bandwidth: what the kernel admits or, unless cap_auto, the configuration's cap on
+ * what edfd hands out, counted on top of the unmanaged threads (never above what the kernel
+ * admits). */
+uint64_t capacity_root(const Capacity *c, bool cap_auto, uint64_t cap);
+
+/* A deadline thread of edfd's ended (or may have, unseen), with this period: the kernel may hold its
+ * bandwidth until its 0-lag time, and a recount before then would count too little. */
+void capacity_recount_unsafe_for(Capacity *c, uint64_t period_ns);
+
+/* Read the capacity again, with the fair servers' measured reserve in place of the implied one:
+ * the sysctls now if reread (asked for: a reload), else only when a recount is safe (their last
+ * values otherwise, and the timer reads them later). 0, or negative errno (the reading stays). */
+int capacity_update(Capacity *c, bool reread);
+
+/* What a refresh found that the operator should hear of. */
+typedef struct CapacityReport {
+        bool count_negative_changed;  /* see capacity_count_negative() */
+        bool unmanaged_changed;       /* the number of unmanaged threads changed */
+        bool fair_first;              /* the first measurement of the fair servers: */
+        uint64_t fair_measured, fair_implied;
+        bool admission_off_began, admission_off_ended;
+} CapacityReport;
+
+/* Measure again: the kernel's count in debugfs, the unmanaged threads of t (capacity_scan_unmanaged()),
+ * one measurement of the fair servers' reserve, then capacity_update(c, false). Fills *ret. */
+void capacity_refresh(Capacity *c, const Tree *t, CapacityReport *ret);

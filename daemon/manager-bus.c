@@ -2,19 +2,43 @@
 
 /* The bus object: the vtable and the method handlers. Each handler reads its arguments, checks
  * them, finds out who is calling, and hands the decision and its application to a manager_*
- * operation; then it replies. This is the only place where outcomes become D-Bus error names. */
+ * operation; then it replies. This is the only place where outcomes become D-Bus error names.
+ *
+ * Its state is its own (ManagerBus, m->bus_half), and the manager reaches it only through
+ * manager-bus.h:
+ * - signals emitted while a deferral scope is open (a method call being handled, or a waiting
+ *   Admit being answered) wait in a queue that grows as needed, and go out in order when the
+ *   outermost scope ends, after the reply;
+ * - the subscribers are an sd_bus_track: sd-bus watches each subscriber's name and drops it when
+ *   it leaves the bus, and the track's count says whether anyone listens;
+ * - the callers' cached credentials forget a name that left the bus through the cache's own
+ *   NameOwnerChanged match (authz_cache_attach(): one match for every name, where a track would
+ *   only say when all of its names are gone);
+ * - the post source that drains the bus (on_bus_drain). */
 
 #include "config.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/bandwidth.h"
 #include "log.h"
 #include "manager.h"
+#include "manager-bus.h"
 #include "shared/protocol.h"
+
+struct ManagerBus {
+        CredsCache creds;
+        PolkitRegistry polkit;
+        sd_bus_track *subscribers;     /* the unique names that called Subscribe(); NULL for none */
+        unsigned defer_depth;          /* open deferral scopes: signals wait while > 0 */
+        sd_bus_message **deferred;     /* the signals waiting, oldest first */
+        size_t n_deferred, n_deferred_alloc;
+        sd_event_source *drain;        /* see on_bus_drain */
+};
 
 static int reply_error(sd_bus_error *ret_error, const OpError *e) {
         const char *name;
@@ -77,7 +101,7 @@ static int reply_error(sd_bus_error *ret_error, const OpError *e) {
 }
 
 static int caller_of(Manager *m, sd_bus_message *msg, Caller *ret, sd_bus_error *ret_error) {
-        int r = authz_caller(&m->creds, msg, ret);
+        int r = authz_caller(&m->bus_half->creds, msg, ret);
 
         if (r < 0)
                 return sd_bus_error_setf(ret_error, EDFD_ERROR_PERMISSION_DENIED,
@@ -103,11 +127,11 @@ static int authorize(Manager *m, sd_bus_message *msg, const Caller *c, const cha
                                                  "%s needs root (polkit: off in the configuration)", what);
                 return 1;
         case POLKIT_REQUIRED:
-                return authz_polkit_check(&m->polkit, msg, c->uid, action, false,
+                return authz_polkit_check(&m->bus_half->polkit, msg, c->uid, action, false,
                                           "polkit is not running, and the configuration says polkit: required", handler,
                                           m, ret_error);
         default: /* auto: without polkit, admissions follow the bus policy and the limits */
-                return authz_polkit_check(&m->polkit, msg, c->uid, action, !manage,
+                return authz_polkit_check(&m->bus_half->polkit, msg, c->uid, action, !manage,
                                           "this needs root, or polkit's org.edfd.Admission1.manage (polkit is not "
                                           "running)",
                                           handler, m, ret_error);
@@ -138,10 +162,8 @@ static int check_group_args(const char *path, uint64_t runtime, uint64_t period,
         return 0;
 }
 
-static void flush_signals(Manager *m);
-
 /* The answer to an Admit that waited for the kernel (manager_admit() returned 1); the signals its
- * success emitted go out after it. */
+ * success emitted go out after it (the manager holds them in a deferral scope around this call). */
 static void admit_done(Manager *m, void *userdata, uint64_t id, const OpError *error) {
         sd_bus_message *msg = userdata;
 
@@ -155,8 +177,6 @@ static void admit_done(Manager *m, void *userdata, uint64_t id, const OpError *e
                         (void) sd_bus_reply_method_errno(msg, r, NULL);
         } else
                 (void) sd_bus_reply_method_return(msg, "t", id);
-        flush_signals(m);
-        m->defer_signals = false;
         sd_bus_message_unref(msg);
 }
 
@@ -187,7 +207,7 @@ static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_e
         if (r < 0)
                 return r;
         /* Count the request once, before polkit is asked: a burst is cut short here. */
-        if (!authz_polkit_known(&m->polkit, msg) && manager_rate_check(m, &req.caller, &e) < 0)
+        if (!authz_polkit_known(&m->bus_half->polkit, msg) && manager_rate_check(m, &req.caller, &e) < 0)
                 return reply_error(ret_error, &e);
         r = authorize(m, msg, &req.caller, ACTION_ADMIT, "admission", method_admit, ret_error);
         if (r <= 0)
@@ -223,7 +243,7 @@ static int method_update(sd_bus_message *msg, void *userdata, sd_bus_error *ret_
         r = caller_of(m, msg, &c, ret_error);
         if (r < 0)
                 return r;
-        if (!authz_polkit_known(&m->polkit, msg) && manager_rate_check(m, &c, &e) < 0)
+        if (!authz_polkit_known(&m->bus_half->polkit, msg) && manager_rate_check(m, &c, &e) < 0)
                 return reply_error(ret_error, &e);
         r = authorize(m, msg, &c, ACTION_ADMIT, "an update", method_update, ret_error);
         if (r <= 0)
@@ -446,44 +466,37 @@ static int method_echo(sd_bus_message *msg, void *userdata, sd_bus_error *ret_er
  * only while some client has asked for them; a subscription ends with Unsubscribe() or when the
  * client leaves the bus. */
 
-static ssize_t subscriber_find(const Manager *m, const char *name) {
-        for (size_t i = 0; i < m->n_subscribers; i++)
-                if (strcmp(m->subscribers[i], name) == 0)
-                        return (ssize_t) i;
-        return -1;
-}
+/* The track exists while someone is subscribed: sd-bus calls this when its last name has gone, and
+ * it goes too (as systemd does with its units' tracks; a track kept empty is dispatched again). */
+static int on_subscribers_empty(sd_bus_track *t, void *userdata) {
+        ManagerBus *b = userdata;
 
-static void subscriber_drop(Manager *m, const char *name) {
-        ssize_t i = subscriber_find(m, name);
-
-        if (i < 0)
-                return;
-        free(m->subscribers[i]);
-        m->subscribers[i] = m->subscribers[--m->n_subscribers];
-        if (m->n_subscribers == 0)
-                log_debug("No subscriber left: signals are off");
+        b->subscribers = sd_bus_track_unref(b->subscribers);
+        log_debug("No subscriber left: signals are off");
+        return 0;
 }
 
 static int method_subscribe(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         Manager *m = userdata;
+        ManagerBus *b = m->bus_half;
         const char *sender = sd_bus_message_get_sender(msg);
-        char **n, *copy;
+        int r;
 
         if (!sender)
                 return sd_bus_error_set(ret_error, EDFD_ERROR_INVALID_PARAMETERS, "Subscribe needs a bus sender name");
-        if (subscriber_find(m, sender) >= 0)
+        if (sd_bus_track_contains(b->subscribers, sender))
                 return sd_bus_reply_method_return(msg, ""); /* already: nothing to do */
-        if (m->n_subscribers >= EDFD_SUBSCRIBERS_MAX)
+        if (sd_bus_track_count(b->subscribers) >= EDFD_SUBSCRIBERS_MAX)
                 return sd_bus_error_setf(ret_error, EDFD_ERROR_LIMIT_EXCEEDED,
                                          "edfd already has %d subscribers, the most it keeps", EDFD_SUBSCRIBERS_MAX);
-        n = reallocarray(m->subscribers, m->n_subscribers + 1, sizeof(char *));
-        if (!n)
-                return -ENOMEM;
-        m->subscribers = n;
-        copy = strdup(sender);
-        if (!copy)
-                return -ENOMEM;
-        m->subscribers[m->n_subscribers++] = copy;
+        if (!b->subscribers) {
+                r = sd_bus_track_new(m->bus, &b->subscribers, on_subscribers_empty, b);
+                if (r < 0)
+                        return r;
+        }
+        r = sd_bus_track_add_name(b->subscribers, sender);
+        if (r < 0)
+                return r;
         return sd_bus_reply_method_return(msg, "");
 }
 
@@ -492,7 +505,7 @@ static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error 
         const char *sender = sd_bus_message_get_sender(msg);
 
         if (sender)
-                subscriber_drop(m, sender);
+                (void) sd_bus_track_remove_name(m->bus_half->subscribers, sender);
         return sd_bus_reply_method_return(msg, "");
 }
 
@@ -505,12 +518,12 @@ static int method_unsubscribe(sd_bus_message *msg, void *userdata, sd_bus_error 
 
 PROPERTY_U64(property_capacity, m->tree->root->bw)
 PROPERTY_U64(property_allocated, m->tree->root->allocated)
-PROPERTY_U64(property_unmanaged, m->unmanaged)
-PROPERTY_U64(property_kernel_capacity, m->kcap.raw)
-PROPERTY_U64(property_events_seen, m->events_seen)
-PROPERTY_U64(property_events_lost, m->events_lost)
-PROPERTY_U64(property_resyncs, m->resyncs)
-PROPERTY_U64(property_unseen_children, m->unseen_children)
+PROPERTY_U64(property_unmanaged, capacity_unmanaged(m->capacity))
+PROPERTY_U64(property_kernel_capacity, capacity_kernel(m->capacity)->raw)
+PROPERTY_U64(property_events_seen, m->procs.events_seen)
+PROPERTY_U64(property_events_lost, m->procs.events_lost)
+PROPERTY_U64(property_resyncs, m->procs.resyncs)
+PROPERTY_U64(property_unseen_children, m->procs.unseen_children)
 
 static int property_counts(sd_bus *bus, const char *path, const char *interface, const char *property,
                            sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -519,7 +532,7 @@ static int property_counts(sd_bus *bus, const char *path, const char *interface,
         if (strcmp(property, "Reservations") == 0)
                 return sd_bus_message_append(reply, "u", (uint32_t) m->tree->n_reservations);
         if (strcmp(property, "Subscribers") == 0)
-                return sd_bus_message_append(reply, "u", (uint32_t) m->n_subscribers);
+                return sd_bus_message_append(reply, "u", (uint32_t) sd_bus_track_count(m->bus_half->subscribers));
         return sd_bus_message_append(reply, "u", (uint32_t) (m->tree->n_groups - 1));
 }
 
@@ -528,7 +541,7 @@ static int property_bools(sd_bus *bus, const char *path, const char *interface, 
         Manager *m = userdata;
 
         if (strcmp(property, "KernelAdmission") == 0)
-                return sd_bus_message_append(reply, "b", !m->kcap.admission_off);
+                return sd_bus_message_append(reply, "b", !capacity_kernel(m->capacity)->admission_off);
         return sd_bus_message_append(reply, "b", tree_overcommitted(m->tree));
 }
 
@@ -541,10 +554,9 @@ static int property_version(sd_bus *bus, const char *path, const char *interface
 #define DEFERRING(name)                                                                                      \
         static int name##_deferred(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {           \
                 Manager *m = userdata;                                                                        \
-                m->defer_signals = true;                                                                      \
+                manager_bus_defer_begin(m);                                                                   \
                 int r = name(msg, userdata, ret_error);                                                       \
-                m->defer_signals = false;                                                                     \
-                flush_signals(m); /* after a reply; before an error reply, which sd-bus sends on return */  \
+                manager_bus_defer_end(m); /* after a reply; before an error reply, sent on return */         \
                 return r;                                                                                     \
         }
 DEFERRING(method_admit)
@@ -612,30 +624,35 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-static int on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
-        Manager *m = userdata;
-        const char *name, *old_owner, *new_owner;
+int manager_bus_new(Manager *m) {
+        m->bus_half = calloc(1, sizeof(ManagerBus));
+        return m->bus_half ? 0 : -ENOMEM;
+}
 
-        if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) < 0)
-                return 0;
-        if (name[0] == ':' && new_owner[0] == '\0') {
-                authz_forget(&m->creds, name);
-                subscriber_drop(m, name);
-        }
-        return 0;
+void manager_bus_free(Manager *m) {
+        ManagerBus *b = m->bus_half;
+
+        if (!b)
+                return;
+        sd_event_source_disable_unref(b->drain);
+        for (size_t i = 0; i < b->n_deferred; i++)
+                sd_bus_message_unref(b->deferred[i]);
+        free(b->deferred);
+        sd_bus_track_unref(b->subscribers);
+        authz_polkit_done(&b->polkit);
+        authz_cache_done(&b->creds);
+        free(b);
+        m->bus_half = NULL;
 }
 
 int manager_bus_register(Manager *m) {
+        ManagerBus *b = m->bus_half;
         int r;
 
         r = sd_bus_add_object_vtable(m->bus, NULL, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, manager_vtable, m);
         if (r < 0)
                 return r;
-        r = sd_bus_match_signal(m->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus",
-                                "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, m);
-        if (r < 0)
-                return r;
-        return 0;
+        return authz_cache_attach(&b->creds, m->bus);
 }
 
 /* At most this many bus messages more per event loop iteration (see on_bus_drain). */
@@ -662,7 +679,22 @@ int manager_bus_attach(Manager *m) {
         r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0)
                 return r;
-        return sd_event_add_post(m->event, &m->bus_drain, on_bus_drain, m);
+        return sd_event_add_post(m->event, &m->bus_half->drain, on_bus_drain, m);
+}
+
+/* Hold sig (a reference taken from the caller) until the deferral scope ends. 0, or -ENOMEM. */
+static int defer_push(ManagerBus *b, sd_bus_message *sig) {
+        if (b->n_deferred == b->n_deferred_alloc) {
+                size_t n = b->n_deferred_alloc ? b->n_deferred_alloc * 2 : 8;
+                sd_bus_message **v = reallocarray(b->deferred, n, sizeof *v);
+
+                if (!v)
+                        return -ENOMEM;
+                b->deferred = v;
+                b->n_deferred_alloc = n;
+        }
+        b->deferred[b->n_deferred++] = sig;
+        return 0;
 }
 
 /* Send a signal now, or after the reply of the method call being handled: the caller gets its
@@ -672,7 +704,7 @@ static void emit(Manager *m, const char *member, const char *types, ...) {
         va_list ap;
         int r;
 
-        if (!m->bus || m->n_subscribers == 0)
+        if (!m->bus || !m->bus_half || sd_bus_track_count(m->bus_half->subscribers) == 0)
                 return;
         r = sd_bus_message_new_signal(m->bus, &sig, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, member);
         if (r < 0)
@@ -682,19 +714,29 @@ static void emit(Manager *m, const char *member, const char *types, ...) {
         va_end(ap);
         if (r < 0)
                 return;
-        if (m->defer_signals && m->n_deferred < ELEMENTSOF(m->deferred)) {
-                m->deferred[m->n_deferred++] = TAKE_PTR(sig);
+        if (m->bus_half->defer_depth > 0 && defer_push(m->bus_half, sig) >= 0) {
+                sig = NULL; /* the queue has it */
                 return;
         }
-        (void) sd_bus_send(m->bus, sig, NULL);
+        (void) sd_bus_send(m->bus, sig, NULL); /* not deferred; or no memory to hold it: now, not never */
 }
 
-static void flush_signals(Manager *m) {
-        for (size_t i = 0; i < m->n_deferred; i++) {
-                (void) sd_bus_send(m->bus, m->deferred[i], NULL);
-                sd_bus_message_unref(m->deferred[i]);
+void manager_bus_defer_begin(Manager *m) {
+        if (m->bus_half)
+                m->bus_half->defer_depth++;
+}
+
+void manager_bus_defer_end(Manager *m) {
+        ManagerBus *b = m->bus_half;
+
+        if (!b || b->defer_depth == 0 || --b->defer_depth > 0)
+                return;
+        for (size_t i = 0; i < b->n_deferred; i++) {
+                if (m->bus)
+                        (void) sd_bus_send(m->bus, b->deferred[i], NULL);
+                sd_bus_message_unref(b->deferred[i]);
         }
-        m->n_deferred = 0;
+        b->n_deferred = 0;
 }
 
 void manager_bus_emit_added(Manager *m, const Reservation *r, const char *reason) {

@@ -5,7 +5,9 @@
  * change to a reservation goes through one of the manager_* operations below, whether it came from
  * a bus call (manager-bus.c) or from the kernel (a fork or an exit seen by procmon). Each
  * operation is: decide in the core, record the intent, apply to the kernel, record the result, and
- * undo the books when the kernel says no. */
+ * undo the books when the kernel says no. The operations live in rooms, one file each (manager-
+ * admit.c, -release.c, -groups.c, -config.c, -procs.c, -adopt.c); manager.c keeps the lifecycle and
+ * the status. This header is the face main.c and manager-bus.c see. */
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -50,72 +52,71 @@ typedef struct OpError {
         char message[512];
 } OpError;
 
+typedef struct ManagerBus ManagerBus;   /* the bus half's own state, see manager-bus.h */
+struct PendingAdmit;
+struct PendingReturn;
+
+/* The rooms' state (manager-*.c); each is touched by its room, and read elsewhere only where said. */
+
+/* manager-admit.c: admissions waiting for the kernel to take the bandwidth (manager_admit()), and
+ * the callers' rate windows. */
+typedef struct AdmitRoom {
+        struct PendingAdmit *pending;
+        Hashmap rates;             /* caller uid + 1 -> RateWindow * */
+} AdmitRoom;
+
+/* manager-release.c: runtime a child's end gives back to its donor, which the kernel refused (EBUSY)
+ * for the moment: retried from the timer while the group keeps the room. */
+typedef struct ReleaseRoom {
+        struct PendingReturn *pending;
+        sd_event_source *timer;
+        uint64_t delay_usec;       /* its current interval: backs off while the kernel refuses */
+} ReleaseRoom;
+
+/* manager-groups.c: the cgroup v2 directories of groups (root and usable are read by admissions). */
+typedef struct GroupsRoom {
+        char *root;                /* effective */
+        bool root_forced;          /* given on the command line */
+        bool usable;
+        bool cpu_max_missing_reported;
+} GroupsRoom;
+
+/* manager-procs.c: the proc connector, the resync timer and what they counted (read by the bus
+ * half's properties and by the status). */
+typedef struct ProcsRoom {
+        int fd;
+        sd_event_source *source, *resync_timer;
+        ProcmonStats stats;
+        uint64_t events_seen, events_lost, resyncs, unseen_children;
+        uint64_t last_look_ticks;  /* boot time (clock ticks) of the last look for unseen children */
+        Hashmap unraised;          /* pid + 1 of children seen and left SCHED_OTHER since that look */
+} ProcsRoom;
+
 typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
-        sd_event_source *sigterm, *sigint, *sighup, *procmon_source, *resync_timer, *status_timer;
+        sd_event_source *sigterm, *sigint, *sighup, *status_timer;
 
         Tree *tree;
         Config *config;
         char *config_path;         /* what we loaded, or NULL for the embedded default */
         char *state_dir;
-        char *cgroup_root;         /* effective */
-        bool cgroup_root_forced;   /* given on the command line */
-        bool cgroups_usable;
-        bool cpu_max_missing_reported;
         State *state;
-
-        KernelCapacity kcap;
-        uint64_t unmanaged;
-        unsigned unmanaged_threads;
-        bool overcommit_reported, admission_off_reported;
-        uint64_t fair_samples[3];  /* the fair servers' reserve as last measured, newest first */
-        unsigned n_fair_samples;
-        bool fair_reported;
-        bool count_negative;       /* debugfs shows the kernel's deadline count below zero */
-        /* Reading sched_rt_{runtime,period}_us makes the kernel recount its deadline bandwidth (see
-         * capacity.h), which miscounts while an ended deadline task waits for its 0-lag time: the
-         * sysctls are read again only once none of edfd's can be waiting (CLOCK_MONOTONIC ns), or
-         * after RT_REREAD_MAX_NSEC regardless. */
-        uint64_t recount_unsafe_until_ns, rt_read_ns;
-        int64_t dl_bw_at_read;     /* debugfs's dl_bw->bw at that read, if dl_bw_known */
-        bool dl_bw_known;
-        sd_event_source *recount_timer;
-        sd_event_source *bus_drain;     /* see manager-bus.c, on_bus_drain */
+        Capacity *capacity;        /* what the kernel can give: see capacity.h */
+        bool overcommit_reported;
         uint64_t overcommit_logged_ns; /* CLOCK_MONOTONIC of the last overcommit error, 0 for none */
 
         Hashmap targets;           /* reservation id -> SchedTarget * */
         SchedPinCache pins;        /* of threads released by request, for their next Admit */
-        CredsCache creds;
         UserNames names;           /* flushed at every reload and resync */
-        PolkitRegistry polkit;
-        Hashmap rates;             /* caller uid + 1 -> RateWindow * */
-
-        int procmon_fd;
-        ProcmonStats pstats;
-        uint64_t events_seen, events_lost, resyncs, unseen_children;
-        uint64_t last_look_ticks;  /* boot time (clock ticks) of the last look for unseen children */
-        Hashmap unraised;          /* pid + 1 of children seen and left SCHED_OTHER since that look */
 
         bool stopping;
 
-        /* Admissions waiting for the kernel to take the bandwidth (manager_admit()). */
-        struct PendingAdmit *pending_admits;
-
-        /* Runtime a child's end gives back to its donor, which the kernel refused (EBUSY) for the
-         * moment: retried from return_timer while the group keeps the room (release_books()). */
-        struct PendingReturn *pending_returns;
-        sd_event_source *return_timer;
-        uint64_t return_delay_usec; /* its current interval: backs off while the kernel refuses */
-
-        /* The unique bus names that called Subscribe(): signals go out only while there is one. */
-        char **subscribers;
-        size_t n_subscribers;
-
-        /* Signals emitted while a method call is handled go out after its reply. */
-        bool defer_signals;
-        sd_bus_message *deferred[8];
-        size_t n_deferred;
+        AdmitRoom admit;
+        ReleaseRoom release;
+        GroupsRoom groups;
+        ProcsRoom procs;
+        ManagerBus *bus_half;      /* owned; only manager-bus.c looks inside */
 } Manager;
 
 /* Create the manager: read the configuration, open the state directory, measure the kernel. Logs
@@ -165,13 +166,3 @@ int manager_resync(Manager *m, const char *why);
 bool manager_may_touch(const Manager *m, const Caller *c, const Reservation *r);
 /* Count a request of a non-root caller against its rate limit: 0, or -1 with *error filled. */
 int manager_rate_check(Manager *m, const Caller *c, OpError *error);
-
-/* Bus side (manager-bus.c). */
-int manager_bus_register(Manager *m);
-int manager_bus_attach(Manager *m);
-void manager_bus_emit_added(Manager *m, const Reservation *r, const char *reason);
-void manager_bus_emit_removed(Manager *m, uint64_t id, uint32_t pid, uint32_t tid, const char *group,
-                              const char *reason);
-void manager_bus_emit_changed(Manager *m, const Reservation *r, const char *reason);
-void manager_bus_emit_split(Manager *m, uint64_t donor, uint64_t child);
-void manager_bus_emit_groups_changed(Manager *m);

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+/* What the manager's rooms (manager-*.c) share: only the functions one room calls in another.
+ * Everything else of a room is static in its file. */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "basic/macro.h"
+#include "manager.h"
+
+/* How long an EBUSY from the kernel is retried when the books say the request fits: bandwidth of
+ * an exited or demoted task comes back at its 0-lag time, within its period. */
+#define EBUSY_RETRY_NSEC (100 * NSEC_PER_MSEC)
+
+/* manager.c: failures, the books' plumbing, the status. */
+/* Fill *e; each returns -1 (the operations' failure). */
+_printf_(3, 4) int op_fail(OpError *e, OpFailure kind, const char *fmt, ...);
+int op_refused(OpError *e, const Refusal *r);
+int op_errno(OpError *e, int err, const char *what);
+/* What the kernel's error r means for the caller of what. */
+int kernel_failure(OpError *e, int r, const char *what);
+/* The per-user limit refusal rf, for owner. */
+int op_limit(Manager *m, OpError *e, uid_t owner, const Refusal *rf);
+/* The configuration's limits for uid (its own entry, else "default", else none). */
+UserLimits limits_of(Manager *m, uid_t uid, const ConfLimit **ret_conf);
+uint64_t now_ns(void);
+uint64_t sched_flags_of(uint64_t admit_flags);
+/* sched_apply_deadline, retrying EBUSY briefly (sleeping in place). */
+int apply_with_retry(const SchedTarget *t, const DlParams *p, uint64_t flags);
+/* Does the kernel show what edfd gave (the parameters, the flags plus RESET_ON_FORK)? */
+bool same_params(const SchedInfo *si, const DlParams *p, uint64_t admit_flags);
+/* The pinned threads of reservations (m->targets): the map owns what it holds. */
+SchedTarget *target_get(Manager *m, uint64_t id);
+int target_put(Manager *m, uint64_t id, const SchedTarget *t);
+void target_drop(Manager *m, uint64_t id);
+/* Write r's record (an intent, or the result) to the state journal. */
+int record(Manager *m, bool intent, const Reservation *r);
+void log_state_failure(int r);
+/* Tell systemd the new STATUS=, throttled. */
+void notify_status(Manager *m);
+/* The root's bandwidth under the configuration's cap (capacity_root()). */
+uint64_t root_capacity(const Manager *m);
+/* Measure the capacity again (capacity_refresh()), tell what changed, set the root's capacity. */
+void capacity_refresh_all(Manager *m);
+
+/* manager-admit.c */
+/* Whether reservation id waits for the kernel in the background (not applied, never announced). */
+bool admit_pending(const Manager *m, uint64_t id);
+/* At exit: answer every waiting admission with KernelRefused. */
+void admit_stop(Manager *m);
+
+/* manager-release.c */
+/* Release res from the books (the thread was put back, or is gone), give the donor its runtime,
+ * record and signal. */
+void release_books(Manager *m, Reservation *res, const char *reason);
+/* The core gave a child's runtime back to its donor in the books (e): give it in the kernel too,
+ * once (later from a timer on EBUSY). Whether the donor has it now. */
+bool donor_give_back(Manager *m, const ReleaseEffect *e, uint64_t child_id);
+/* At exit: drop the returns still waiting. */
+void release_stop(Manager *m);
+
+/* manager-groups.c */
+/* Find or make the cgroup root usable (at start). */
+void groups_setup(Manager *m);
+/* Create g's cgroup and write its cpu.max, where cgroups are usable. */
+void group_apply_cgroup(Manager *m, const Group *g);
+
+/* manager-config.c */
+/* Parse path (NULL: the embedded default). 0 with *ret, or negative errno with *ret_errors (may be
+ * NULL; to be freed). */
+int config_load(const char *path, Config **ret, char **ret_errors);
+/* Build a tree from c with the groups of extra (see the comment in manager-config.c). */
+int tree_build(Manager *m, const Config *c, const char *filename, const StateGroup *extra, size_t n_extra,
+               bool strict, bool allow_short, Tree **ret, char **ret_errors);
+/* Rewrite the state journal from the books. 0, or negative errno. */
+int snapshot(Manager *m, bool with_overrides);
+/* Compact the state journal when it has grown enough. */
+void maybe_compact(Manager *m);
+
+/* manager-procs.c */
+/* Start listening to the proc connector (at start; a failure is logged). */
+void procs_open(Manager *m);
+/* Watch the proc connector and arm the resync timer on m->event. 0, or negative errno. */
+int procs_start(Manager *m);
+void procs_free(Manager *m);
+/* Count the children of admitted threads born since `since` that nobody raised. */
+void count_unseen_children(Manager *m, uint64_t since);
+/* Clock ticks since boot, the unit of /proc start times. */
+uint64_t boot_ticks(void);
+/* manager-adopt.c */
+/* Open and read the state directory, and build the tree from the configuration and its groups.
+ * 0 with *ret (for manager_adopt()) and *ret_down_since (boot ticks), or negative errno (logged). */
+int adopt_load(Manager *m, StateLoaded *ret, uint64_t *ret_down_since);
+/* Re-adopt the reservations of l that the kernel still shows as edfd left them. */
+void adopt(Manager *m, const StateLoaded *l);
