@@ -105,15 +105,18 @@ int authz_cache_attach(CredsCache *c, sd_bus *bus) {
                                    "org.freedesktop.DBus", "NameOwnerChanged", on_name_owner_changed, c);
 }
 
+/* A hashmap value of by_name: the chain of entries whose names share a hash. */
+static void creds_chain_free(void *p) {
+        for (CredsEntry *e = p, *n; e; e = n) {
+                n = e->next;
+                free(e->name);
+                free(e);
+        }
+}
+
 void authz_cache_done(CredsCache *c) {
         c->match = sd_bus_slot_unref(c->match);
-        for (size_t i = 0; i < c->by_name.n_slots; i++)
-                for (CredsEntry *e = c->by_name.slots[i].value, *n; c->by_name.slots[i].key && e; e = n) {
-                        n = e->next;
-                        free(e->name);
-                        free(e);
-                }
-        hashmap_done(&c->by_name);
+        hashmap_done_free(&c->by_name, creds_chain_free);
         c->n = 0;
 }
 
@@ -166,10 +169,7 @@ const char *authz_user_name(UserNames *n, uid_t uid) {
 }
 
 void authz_names_flush(UserNames *n) {
-        for (size_t i = 0; i < n->by_uid.n_slots; i++)
-                if (n->by_uid.slots[i].key)
-                        free(n->by_uid.slots[i].value);
-        hashmap_done(&n->by_uid);
+        hashmap_done_free(&n->by_uid, free);
 }
 
 /* --- polkit --- */

@@ -399,8 +399,5 @@ void admit_stop(Manager *m) {
                         "bandwidth (EBUSY)");
                 pending_end(m->admit.pending, 0, &e);
         }
-        for (size_t i = 0; i < m->admit.rates.n_slots; i++)
-                if (m->admit.rates.slots[i].key)
-                        free(m->admit.rates.slots[i].value);
-        hashmap_done(&m->admit.rates);
+        hashmap_done_free(&m->admit.rates, free);
 }

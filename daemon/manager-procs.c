@@ -5,7 +5,6 @@
  * edfd was down, and the resync that checks every reservation against the kernel and measures the
  * capacity again. */
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,6 +18,7 @@
 #include "core/duration.h"
 #include "log.h"
 #include "basic/macro.h"
+#include "basic/proc.h"
 #include "manager-bus.h"
 #include "manager-internal.h"
 #include "sched-dl.h"
@@ -40,29 +40,44 @@ static void note_unraised(Manager *m, pid_t pid) {
         (void) hashmap_put(&m->procs.unraised, (uint64_t) pid + 1, (void *) (uintptr_t) 1);
 }
 
-static bool read_stat(const char *path, char *buf, size_t size, ssize_t *ret_n) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        ssize_t n;
-
-        if (fd < 0)
-                return false;
-        n = read(fd, buf, size - 1);
-        close(fd);
-        if (n <= 0)
-                return false;
-        buf[n] = '\0';
-        *ret_n = n;
-        return true;
-}
-
 /* One candidate: born since `since`, holds no reservation, was not seen and left alone. */
-static void count_if_unseen(Manager *m, const char *buf, ssize_t n, pid_t tid, uint64_t since) {
-        uint64_t start;
-
+static void count_if_unseen(Manager *m, pid_t tid, uint64_t start_time, uint64_t since) {
         if (tree_find_thread(m->tree, (uint32_t) tid) || hashmap_get(&m->procs.unraised, (uint64_t) tid + 1))
                 return;
-        if (sched_parse_start_time(buf, (size_t) n, &start) == 0 && start >= since)
+        if (start_time >= since)
                 m->procs.unseen_children++;
+}
+
+typedef struct UnseenLook {
+        Manager *m;
+        uint64_t since;
+} UnseenLook;
+
+static int look_at_thread(const ProcEntry *e, void *userdata) {
+        UnseenLook *l = userdata;
+        ProcStat st;
+
+        if (e->tid != e->pid && proc_entry_stat(e, PROC_STAT_START_TIME, &st) == 0)
+                count_if_unseen(l->m, e->tid, st.start_time, l->since);
+        return 0;
+}
+
+static int look_at_process(const ProcEntry *e, void *userdata) {
+        UnseenLook *l = userdata;
+        const Reservation *parent;
+        ProcStat st;
+
+        if (proc_entry_stat(e, PROC_STAT_PPID | PROC_STAT_START_TIME, &st) < 0 || st.ppid == 0)
+                return 0;
+        /* New threads of an admitted process. */
+        parent = tree_find_process(l->m->tree, (uint32_t) e->pid);
+        if (parent && parent->group->threads != FORK_NONE)
+                (void) proc_walk_threads(e->pid, look_at_thread, l);
+        /* A new process whose parent is admitted. */
+        parent = tree_find_process(l->m->tree, (uint32_t) st.ppid);
+        if (parent && parent->group->fork != FORK_NONE && !tree_find_process(l->m->tree, (uint32_t) e->pid))
+                count_if_unseen(l->m, e->pid, st.start_time, l->since);
+        return 0;
 }
 
 /* After lost events, or a restart: children of admitted threads born since the last look (new
@@ -71,56 +86,11 @@ static void count_if_unseen(Manager *m, const char *buf, ssize_t n, pid_t tid, u
  * stay SCHED_OTHER (edfd cannot know what the donor looked like when they were born) and are
  * counted. */
 void count_unseen_children(Manager *m, uint64_t since) {
-        DIR *proc;
-        struct dirent *de;
+        UnseenLook l = { .m = m, .since = since };
 
         m->procs.last_look_ticks = boot_ticks();
-        if (m->tree->n_reservations > 0 && (proc = opendir("/proc"))) {
-                while ((de = readdir(proc))) {
-                        char path[300], buf[1024];
-                        const Reservation *parent;
-                        int ppid = 0;
-                        ssize_t n;
-                        char *p;
-                        pid_t pid;
-
-                        if (de->d_name[0] < '0' || de->d_name[0] > '9')
-                                continue;
-                        pid = (pid_t) atoi(de->d_name);
-                        snprintf(path, sizeof path, "/proc/%s/stat", de->d_name);
-                        if (!read_stat(path, buf, sizeof buf, &n))
-                                continue;
-                        p = strrchr(buf, ')');
-                        if (!p || sscanf(p + 1, " %*c %d", &ppid) != 1 || ppid <= 0)
-                                continue;
-
-                        /* New threads of an admitted process. */
-                        parent = tree_find_process(m->tree, (uint32_t) pid);
-                        if (parent && parent->group->threads != FORK_NONE) {
-                                DIR *task;
-                                struct dirent *te;
-                                snprintf(path, sizeof path, "/proc/%s/task", de->d_name);
-                                if ((task = opendir(path))) {
-                                        while ((te = readdir(task))) {
-                                                char tpath[600], tbuf[1024];
-                                                ssize_t tn;
-                                                if (te->d_name[0] < '0' || te->d_name[0] > '9' ||
-                                                    atoi(te->d_name) == pid)
-                                                        continue;
-                                                snprintf(tpath, sizeof tpath, "%s/%s/stat", path, te->d_name);
-                                                if (read_stat(tpath, tbuf, sizeof tbuf, &tn))
-                                                        count_if_unseen(m, tbuf, tn, (pid_t) atoi(te->d_name), since);
-                                        }
-                                        closedir(task);
-                                }
-                        }
-                        /* A new process whose parent is admitted. */
-                        parent = tree_find_process(m->tree, (uint32_t) ppid);
-                        if (parent && parent->group->fork != FORK_NONE && !tree_find_process(m->tree, (uint32_t) pid))
-                                count_if_unseen(m, buf, n, pid, since);
-                }
-                closedir(proc);
-        }
+        if (m->tree->n_reservations > 0)
+                (void) proc_walk_processes(look_at_process, &l);
         hashmap_done(&m->procs.unraised);
 }
 

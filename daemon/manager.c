@@ -73,13 +73,17 @@ int target_put(Manager *m, uint64_t id, const SchedTarget *t) {
         return r;
 }
 
-void target_drop(Manager *m, uint64_t id) {
-        SchedTarget *t = hashmap_remove(&m->targets, id);
+static void target_free(void *p) {
+        SchedTarget *t = p;
 
         if (t) {
                 sched_target_done(t);
                 free(t);
         }
+}
+
+void target_drop(Manager *m, uint64_t id) {
+        target_free(hashmap_remove(&m->targets, id));
 }
 
 uint64_t sched_flags_of(uint64_t admit_flags) {
@@ -465,13 +469,7 @@ Manager *manager_free(Manager *m) {
         manager_bus_free(m);
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
-        for (size_t i = 0; i < m->targets.n_slots; i++)
-                if (m->targets.slots[i].key) {
-                        SchedTarget *t = m->targets.slots[i].value;
-                        sched_target_done(t);
-                        free(t);
-                }
-        hashmap_done(&m->targets);
+        hashmap_done_free(&m->targets, target_free);
         sched_pin_cache_prune(&m->pins, true);
         authz_names_flush(&m->names);
         tree_free(m->tree);

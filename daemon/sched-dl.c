@@ -64,19 +64,6 @@ int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret) {
         return 0;
 }
 
-int sched_parse_start_time(const char *buf, size_t len, uint64_t *ret) {
-        ProcStat st;
-        int r;
-
-        if (!ret)
-                return -EINVAL;
-        r = proc_stat_parse(buf, len, PROC_STAT_START_TIME, &st);
-        if (r < 0)
-                return r;
-        *ret = st.start_time;
-        return 0;
-}
-
 bool sched_target_pinned(const SchedTarget *t) {
         return t && (t->pidfd >= 0 || t->tidfd >= 0) && t->pid > 0 && t->tid > 0;
 }

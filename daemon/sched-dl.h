@@ -160,10 +160,6 @@ int sched_release_known(const SchedTarget *t, const SchedInfo *had);
  * file cannot be parsed, -EINVAL for ids <= 0, -errno. */
 int sched_read_start_time(pid_t pid, pid_t tid, uint64_t *ret);
 
-/* proc_stat_parse(buf, len, PROC_STAT_START_TIME) for daemon/manager.c until it calls basic/proc.h
- * itself; remove it then. Returns 0 and *ret, or -EBADMSG. */
-int sched_parse_start_time(const char *buf, size_t len, uint64_t *ret);
-
 /* The kernel's struct pidfd_info (include/uapi/linux/pidfd.h, 6.13+), its first published 64 bytes,
  * under our own name: Debian 12's headers do not have it. */
 typedef struct SchedPidfdInfo {
