@@ -4,10 +4,14 @@
  * loop counts, so that preemption does not shorten the work) and checks whether the job finished
  * before its deadline (the end of the period). Prints jobs, misses and response times.
  *
- *   periodic [--work 20ms] [--period 50ms] [--duration 10s] [--tasks N] [--quiet]
+ *   periodic [--work 20ms] [--period 50ms] [--duration 10s] [--skip 0] [--tasks N] [--quiet]
  *
- * With --tasks N it runs N such threads in one process (all with the same parameters). It never
- * changes its own scheduling: run it under `edfctl admit -- periodic ...` or `chrt`. */
+ * With --tasks N it runs N such threads in one process (all with the same parameters). With
+ * --skip D the jobs released in the first D of the run (measured from the thread's own start, so
+ * exec, loader and first page faults fall in it) still run but are not counted anywhere: a
+ * warm-up; the run still lasts --duration in all. With PERIODIC_RAW set in the environment it
+ * also prints each counted job's response time in ns, one a line, sorted. It never changes its
+ * own scheduling: run it under `edfctl admit -- periodic ...` or `chrt`. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,7 +24,7 @@
 #include "core/duration.h"
 
 typedef struct Task {
-        uint64_t work, period, duration;
+        uint64_t work, period, duration, skip;
         uint64_t jobs, misses;
         uint64_t *response;
         size_t n_response;
@@ -49,11 +53,13 @@ static void *run(void *arg) {
                 while (clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 < t->work)
                         ;
                 done = clock_ns(CLOCK_MONOTONIC);
-                if (t->n_response < cap)
-                        t->response[t->n_response++] = done - release;
-                t->jobs++;
-                if (done > release + t->period)
-                        t->misses++;
+                if (release - start >= t->skip) {
+                        if (t->n_response < cap)
+                                t->response[t->n_response++] = done - release;
+                        t->jobs++;
+                        if (done > release + t->period)
+                                t->misses++;
+                }
                 /* Next release: the next period boundary after now (an overrun skips periods). */
                 do
                         release += t->period;
@@ -82,7 +88,7 @@ static uint64_t arg_duration(const char *opt, const char *v) {
 }
 
 int main(int argc, char *argv[]) {
-        uint64_t work = 20 * NSEC_PER_MSEC, period = 50 * NSEC_PER_MSEC, duration = 10 * NSEC_PER_SEC;
+        uint64_t work = 20 * NSEC_PER_MSEC, period = 50 * NSEC_PER_MSEC, duration = 10 * NSEC_PER_SEC, skip = 0;
         unsigned n_tasks = 1;
         int quiet = 0;
 
@@ -93,24 +99,27 @@ int main(int argc, char *argv[]) {
                         period = arg_duration(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--duration") == 0)
                         duration = arg_duration(argv[i], argv[i + 1]), i++;
+                else if (strcmp(argv[i], "--skip") == 0)
+                        skip = arg_duration(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--tasks") == 0 && i + 1 < argc)
                         n_tasks = (unsigned) strtoul(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--quiet") == 0)
                         quiet = 1;
                 else {
-                        fprintf(stderr, "usage: periodic [--work D] [--period D] [--duration D] [--tasks N] [--quiet]\n");
+                        fprintf(stderr, "usage: periodic [--work D] [--period D] [--duration D] [--skip D] [--tasks N] "
+                                        "[--quiet]\n");
                         return 2;
                 }
         }
-        if (work == 0 || period == 0 || work > period || n_tasks == 0 || n_tasks > 64) {
-                fprintf(stderr, "periodic: need 0 < work <= period and 1..64 tasks\n");
+        if (work == 0 || period == 0 || work > period || n_tasks == 0 || n_tasks > 64 || skip >= duration) {
+                fprintf(stderr, "periodic: need 0 < work <= period, skip < duration and 1..64 tasks\n");
                 return 2;
         }
 
         Task tasks[64];
         pthread_t th[64];
         for (unsigned i = 0; i < n_tasks; i++) {
-                tasks[i] = (Task) { .work = work, .period = period, .duration = duration };
+                tasks[i] = (Task) { .work = work, .period = period, .duration = duration, .skip = skip };
                 /* The first task runs in the main thread: an admitted main thread keeps its reservation. */
                 if (i > 0 && pthread_create(&th[i], NULL, run, &tasks[i]) != 0) {
                         fprintf(stderr, "periodic: pthread_create failed\n");
