@@ -131,15 +131,6 @@ int authz_process_owner(pid_t pid, uid_t *ret) {
         return 0;
 }
 
-bool authz_group_allows(const Group *g, uid_t uid, const char *name) {
-        if (uid == 0 || !g->users)
-                return true;
-        for (char **u = g->users; *u; u++)
-                if (strcmp(*u, name) == 0)
-                        return true;
-        return false;
-}
-
 /* "uid N" for a uid without a name: never equal to a user name in a users: list (conf.c accepts only
  * names that are valid user names, which hold no space). */
 #define NO_NAME_FORMAT "uid %u"

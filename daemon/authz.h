@@ -58,9 +58,6 @@ const char *authz_user_name(UserNames *n, uid_t uid);
 /* Forget every name. */
 void authz_names_flush(UserNames *n);
 
-/* Whether the user uid, named name, may use group g (its users: list; NULL means anyone). Root
- * always may. */
-bool authz_group_allows(const Group *g, uid_t uid, const char *name);
 
 /* polkit, asked asynchronously so that a slow polkit never blocks other callers.
  *

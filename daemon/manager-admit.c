@@ -22,13 +22,14 @@
 #include "sched-dl.h"
 
 int manager_rate_check(Manager *m, const Caller *c, OpError *error) {
-        const ConfLimit *l = NULL;
+        AdmissionCaller ac;
         RateWindow *w;
+        Refusal rf;
 
         if (c->uid == 0)
                 return 0;
-        (void) limits_of(m, c->uid, &l);
-        if (!l || l->rate_count == 0 || l->rate_window_ns == 0)
+        ac = manager_admission_caller(m, c);
+        if (!admission_rate_applies(&ac))
                 return 0;
         w = hashmap_get(&m->admit.rates, (uint64_t) c->uid + 1);
         if (!w) {
@@ -38,18 +39,9 @@ int manager_rate_check(Manager *m, const Caller *c, OpError *error) {
                         return op_errno(error, -ENOMEM, "rate limit");
                 }
         }
-        if (!rate_window_allow(w, now_ns(), l->rate_count, l->rate_window_ns))
-                return op_fail(error, OP_LIMIT_EXCEEDED,
-                               "user %s: rate limit of %" PRIu64 " requests per %s reached; try again later",
-                               authz_user_name(&m->names, c->uid), l->rate_count,
-                               duration_format(l->rate_window_ns, (char[DURATION_MAX]) {}));
+        if (admission_rate_check(&ac, w, now_ns(), &rf) != 0)
+                return op_refused(error, &rf);
         return 0;
-}
-
-static Group *resolve_group(Manager *m, const char *path) {
-        if (!path || !*path)
-                path = m->config && m->config->default_group ? m->config->default_group : "/";
-        return tree_find_group(m->tree, path);
 }
 
 /* After the kernel took the admission: check the owner again, move the process if asked, record the
@@ -200,118 +192,103 @@ static int admit_wait(Manager *m, Reservation *res, SchedTarget *t, const AdmitR
         return 0;
 }
 
-int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError *error) {
-        SchedTarget t = SCHED_TARGET_NULL;
-        ReservationSpec spec = {};
-        Reservation *res, *other;
+/* What the admission module asks about the thread, answered from the kernel: the pin (kept in
+ * probe->t for the apply), whether it is a kernel thread, its owner, its policy. */
+typedef struct AdmitProbe {
+        Manager *m;
+        SchedTarget t;
         SchedInfo si;
-        Refusal rf;
-        Group *g;
-        uid_t owner;
-        uint32_t pid = req->pid, tid = req->tid;
+        int pin_error;             /* the pin's own error, for its message */
+} AdmitProbe;
+
+static int admit_probe(void *userdata, uint32_t pid, uint32_t tid, ThreadFacts *ret) {
+        AdmitProbe *p = userdata;
+        uid_t owner = 0;
         int r;
 
-        if (req->flags & ~EDFD_ADMIT_ALL)
-                return op_fail(error, OP_INVALID, "unknown flags 0x%" PRIx64 " (known: 1 reclaim, 2 overrun signal, 4 move)",
-                               req->flags & ~EDFD_ADMIT_ALL);
-        g = resolve_group(m, req->group);
-        if (!g) {
-                rf = (Refusal) { .outcome = ADMIT_NO_SUCH_GROUP,
-                                 .name = req->group && *req->group ? req->group : "(default group)" };
-                return op_refused(error, &rf);
-        }
-        if (pid == 0)
-                pid = (uint32_t) req->caller.pid;
-        if (tid == 0)
-                tid = pid;
-        if (pid > INT32_MAX || tid > INT32_MAX)
-                return op_fail(error, OP_NO_SUCH_THREAD, "no thread %" PRIu32 " in process %" PRIu32, tid, pid);
-
-        /* Check the parameters before touching anything of the thread. */
-        DlParams p = req->params;
-        ParamsOutcome po = dl_params_check(&p, &m->tree->limits);
-        if (po != PARAMS_OK) {
-                rf = (Refusal) { .outcome = ADMIT_BAD_PARAMS, .params = po };
-                return op_refused(error, &rf);
-        }
-
-        other = tree_find_thread(m->tree, tid);
-        if (other) {
-                rf = (Refusal) { .outcome = ADMIT_ALREADY_ADMITTED, .name = g->path, .id = other->id };
-                return op_refused(error, &rf);
-        }
-
-        if (pid == 1)
-                return op_fail(error, OP_PERMISSION_DENIED,
-                               "pid 1 is never admitted: under a fork policy every process it starts would be split");
-        r = sched_pin_cached(&m->pins, (pid_t) pid, (pid_t) tid, &t);
-        if (r == -EMFILE || r == -ENFILE)
-                return op_errno(error, r, "holding the thread (edfd keeps a pidfd per reservation: raise its LimitNOFILE=)");
-        if (r < 0 && r != -ESRCH && r != -ENOENT)
-                return op_errno(error, r, "pinning the thread");
-        if (r < 0)
-                return op_fail(error, OP_NO_SUCH_THREAD, "no thread %" PRIu32 " in process %" PRIu32, tid, pid);
-        if (t.kernel_thread) {
-                sched_target_done(&t);
-                return op_fail(error, OP_PERMISSION_DENIED, "process %" PRIu32 " is a kernel thread: not edfd's to change",
-                               pid);
-        }
-
-        r = authz_process_owner((pid_t) pid, &owner);
+        r = sched_pin_cached(&p->m->pins, (pid_t) pid, (pid_t) tid, &p->t);
         if (r < 0) {
-                sched_target_done(&t);
-                return op_fail(error, OP_NO_SUCH_THREAD, "process %" PRIu32 " is gone", pid);
+                p->pin_error = r;
+                return r;
         }
-        if (req->caller.uid != 0 && owner != req->caller.uid) {
-                sched_target_done(&t);
-                return op_fail(error, OP_PERMISSION_DENIED, "thread %" PRIu32 " belongs to uid %u, not to you (uid %u)",
-                               tid, (unsigned) owner, (unsigned) req->caller.uid);
+        *ret = (ThreadFacts) { .kernel_thread = p->t.kernel_thread };
+        if (p->t.kernel_thread)
+                return 0;
+        ret->owner_error = authz_process_owner((pid_t) pid, &owner);
+        ret->owner = (uint32_t) owner;
+        if (ret->owner_error < 0)
+                return 0;
+        ret->sched_error = sched_get((pid_t) tid, &p->si);
+        if (ret->sched_error == 0 && p->si.policy == SCHED_DEADLINE) {
+                ret->deadline = true;
+                ret->current = (DlParams) { p->si.runtime, p->si.deadline, p->si.period };
         }
-        if (!authz_group_allows(g, req->caller.uid, authz_user_name(&m->names, req->caller.uid))) {
-                sched_target_done(&t);
-                return op_fail(error, OP_PERMISSION_DENIED, "group %s does not allow uid %u (see its users: list)",
-                               g->path, (unsigned) req->caller.uid);
-        }
-        if ((req->flags & EDFD_ADMIT_MOVE) && req->caller.uid != 0 && !req->may_move) {
-                sched_target_done(&t);
-                return op_fail(error, OP_PERMISSION_DENIED,
-                               "moving a process into edfd's cgroups (flag 4) needs root or polkit's "
-                               "org.edfd.Admission1.manage: it would leave its user slice's limits");
-        }
-        if ((req->flags & EDFD_ADMIT_MOVE) && (!g->cgroup || !m->groups.usable)) {
-                sched_target_done(&t);
-                return op_fail(error, OP_INVALID, "group %s has no cgroup to move into%s", g->path,
-                               m->groups.usable ? "" : " (the cgroup root is not usable)");
-        }
-        r = sched_get((pid_t) tid, &si);
-        if (r < 0) {
-                sched_target_done(&t);
-                return op_fail(error, OP_NO_SUCH_THREAD, "thread %" PRIu32 " is gone", tid);
-        }
-        if (si.policy == SCHED_DEADLINE) {
-                sched_target_done(&t);
-                return op_fail(error, OP_FOREIGN_DEADLINE,
-                               "thread %" PRIu32 " is SCHED_DEADLINE already (%s/%s), set outside edfd", tid,
-                               duration_format(si.runtime, (char[DURATION_MAX]) {}),
-                               duration_format(si.period, (char[DURATION_MAX]) {}));
-        }
+        return 0;
+}
 
-        /* Per-user limits, charged to the thread's owner, for callers other than root. */
-        if (req->caller.uid != 0) {
-                UserLimits lim = limits_of(m, owner, NULL);
-                uint64_t bw = 0;
-                (void) bw_of(p.runtime, p.period, &bw);
-                if (user_limits_check(m->tree, owner, &lim, bw, 1, &rf) != 0) {
-                        sched_target_done(&t);
-                        return op_limit(m, error, owner, &rf);
-                }
-        }
+/* The caller as the admission module sees it: its name, and for callers other than root its
+ * per-user limits and request rate. */
+AdmissionCaller manager_admission_caller(Manager *m, const Caller *c) {
+        AdmissionCaller ac = { .uid = c->uid, .pid = (uint32_t) c->pid, .user = authz_user_name(&m->names, c->uid),
+                               .limits = USER_LIMITS_NONE };
+        const ConfLimit *l = NULL;
 
-        /* Decide. */
-        spec = (ReservationSpec) {
-                .pid = pid, .tid = tid, .uid = owner, .identity = t.identity, .params = p, .flags = req->flags,
+        if (c->uid != 0) {
+                ac.limits = limits_of(m, c->uid, &l);
+                if (l)
+                        ac.rate = (RateLimit) { l->rate_count, l->rate_window_ns };
+        }
+        return ac;
+}
+
+int manager_admit_check_args(const AdmitRequest *req, OpError *error) {
+        AdmissionRequest areq = { .pid = req->pid, .tid = req->tid, .group = req->group, .flags = req->flags };
+        Refusal rf;
+
+        if (admission_check_args(&areq, &rf) != 0)
+                return op_refused(error, &rf);
+        return 0;
+}
+
+int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError *error) {
+        AdmitProbe probe = { .m = m, .t = SCHED_TARGET_NULL };
+        AdmissionRequest areq = {
+                .pid = req->pid, .tid = req->tid, .group = req->group,
+                .default_group = m->config ? m->config->default_group : NULL,
+                .params = req->params, .flags = req->flags,
+                .caller = manager_admission_caller(m, &req->caller),
+                .may_move = req->may_move, .cgroups_usable = m->groups.usable,
+                .probe = admit_probe, .probe_userdata = &probe,
         };
-        r = reservation_admit(m->tree, g, &spec, &res, &rf);
+        SchedTarget t;
+        AdmissionDecision d;
+        ReservationSpec spec;
+        Reservation *res;
+        SchedInfo si;
+        Refusal rf;
+        uid_t owner;
+        int r;
+
+        /* Decide: every rule is the admission module's (core/admission.h), in its order. */
+        r = admission_decide(m->tree, &areq, &d, &rf);
+        t = probe.t;
+        si = probe.si;
+        if (r != 0) {
+                sched_target_done(&t);
+                if (r > 0)
+                        return op_refused(error, &rf);
+                if (r == -EMFILE || r == -ENFILE)
+                        return op_errno(error, r,
+                                        "holding the thread (edfd keeps a pidfd per reservation: raise its LimitNOFILE=)");
+                return op_errno(error, r, probe.pin_error ? "pinning the thread" : "admission");
+        }
+        owner = d.owner;
+
+        /* Apply the decision to the books. */
+        spec = (ReservationSpec) {
+                .pid = d.pid, .tid = d.tid, .uid = d.owner, .identity = t.identity, .params = d.params, .flags = d.flags,
+        };
+        r = reservation_admit(m->tree, d.group, &spec, &res, &rf);
         if (r != 0) {
                 sched_target_done(&t);
                 if (r < 0)
@@ -346,27 +323,23 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
 }
 
 int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *params, OpError *error) {
-        Reservation *res = tree_find_reservation(m->tree, id);
+        AdmissionUpdate req = { .id = id, .params = *params, .caller = manager_admission_caller(m, c) };
+        AdmissionUpdateDecision d;
+        Reservation *res;
         SchedTarget *t;
         DlParams old;
         Refusal rf;
         int r;
 
-        if (!res)
-                return op_fail(error, OP_NO_SUCH_RESERVATION, "no reservation %" PRIu64, id);
-        if (!manager_may_touch(m, c, res))
-                return op_fail(error, OP_PERMISSION_DENIED, "reservation %" PRIu64 " is not yours", id);
+        r = admission_update_decide(m->tree, &req, &d, &rf);
+        if (r > 0)
+                return op_refused(error, &rf);
+        if (r < 0)
+                return op_errno(error, r, "update");
+        res = d.reservation;
         t = target_get(m, id);
         old = res->params;
-        if (c->uid != 0) {
-                DlParams np = *params;
-                UserLimits lim = limits_of(m, res->uid, NULL);
-                uint64_t bw;
-                if (dl_params_check(&np, &m->tree->limits) == PARAMS_OK && bw_of(np.runtime, np.period, &bw) == 0 &&
-                    bw > res->bw && user_limits_check(m->tree, res->uid, &lim, bw - res->bw, 0, &rf) != 0)
-                        return op_limit(m, error, res->uid, &rf);
-        }
-        r = reservation_update(m->tree, res, params, &rf);
+        r = reservation_update(m->tree, res, &d.params, &rf);
         if (r < 0)
                 return op_errno(error, r, "update");
         if (r > 0)

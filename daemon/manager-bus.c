@@ -149,19 +149,6 @@ static int require_manage(Manager *m, sd_bus_message *msg, const char *what, sd_
         return authorize(m, msg, &c, ACTION_MANAGE, what, handler, ret_error);
 }
 
-static int check_group_args(const char *path, uint64_t runtime, uint64_t period, sd_bus_error *ret_error) {
-        if (!group_path_valid(path) || strcmp(path, "/") == 0)
-                return sd_bus_error_setf(ret_error, EDFD_ERROR_INVALID_PARAMETERS,
-                                         "\"%.64s%s\" is not a valid group path (components of A-Z a-z 0-9 _ . - "
-                                         "starting with a letter or digit, separated by /)",
-                                         path, strlen(path) > 64 ? "..." : "");
-        if (period == 0 || runtime < 1024 || (runtime >> 44) != 0)
-                return sd_bus_error_setf(ret_error, EDFD_ERROR_INVALID_PARAMETERS,
-                                         "group bandwidth needs a period > 0 and a runtime of at least 1024 ns "
-                                         "(and below 2^44 ns)");
-        return 0;
-}
-
 /* The answer to an Admit that waited for the kernel (manager_admit() returned 1); the signals its
  * success emitted go out after it (the manager holds them in a deferral scope around this call). */
 static void admit_done(Manager *m, void *userdata, uint64_t id, const OpError *error) {
@@ -191,18 +178,10 @@ static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_e
         r = sd_bus_message_read(msg, "ttsttt" "t", &pid, &tid, &group, &runtime, &deadline, &period, &flags);
         if (r < 0)
                 return r;
-        if (pid > INT32_MAX || tid > INT32_MAX)
-                return sd_bus_error_setf(ret_error, EDFD_ERROR_NO_SUCH_THREAD, "no thread %" PRIu64 " in process %" PRIu64,
-                                         tid, pid);
-        if (*group && !group_path_valid(group))
-                return sd_bus_error_setf(ret_error, EDFD_ERROR_INVALID_PARAMETERS,
-                                         "\"%.64s%s\" is not a valid group path", group, strlen(group) > 64 ? "..." : "");
-        req = (AdmitRequest) { .pid = (uint32_t) pid, .tid = (uint32_t) tid, .group = group,
-                               .params = { runtime, deadline, period }, .flags = flags };
-        if (flags & ~EDFD_ADMIT_ALL)
-                return sd_bus_error_setf(ret_error, EDFD_ERROR_INVALID_PARAMETERS,
-                                         "unknown flags 0x%" PRIx64 " (known: 1 reclaim, 2 overrun signal, 4 move)",
-                                         flags & ~EDFD_ADMIT_ALL);
+        req = (AdmitRequest) { .pid = pid, .tid = tid, .group = group, .params = { runtime, deadline, period },
+                               .flags = flags };
+        if (manager_admit_check_args(&req, &e) < 0)
+                return reply_error(ret_error, &e);
         r = caller_of(m, msg, &req.caller, ret_error);
         if (r < 0)
                 return r;
@@ -316,16 +295,8 @@ static int method_release_process(sd_bus_message *msg, void *userdata, sd_bus_er
         r = caller_of(m, msg, &c, ret_error);
         if (r < 0)
                 return r;
-        /* All or nothing on permission: check every one first. */
-        for (Reservation *i = res; i; i = i->proc_next)
-                if (!manager_may_touch(m, &c, i))
-                        return sd_bus_error_setf(ret_error, EDFD_ERROR_PERMISSION_DENIED,
-                                                 "reservation %" PRIu64 " is not yours", i->id);
-        while ((res = tree_find_process(m->tree, (uint32_t) pid))) {
-                if (manager_release(m, &c, res, "requested", &e) < 0)
-                        return reply_error(ret_error, &e);
-                n++;
-        }
+        if (manager_release_process(m, &c, (uint32_t) pid, &n, &e) < 0)
+                return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "u", n);
 }
 
@@ -396,9 +367,8 @@ static int group_method(sd_bus_message *msg, Manager *m, bool create, sd_bus_mes
         r = sd_bus_message_read(msg, "stt", &path, &runtime, &period);
         if (r < 0)
                 return r;
-        r = check_group_args(path, runtime, period, ret_error);
-        if (r < 0)
-                return r;
+        if (manager_group_check_args(path, runtime, period, &e) < 0)
+                return reply_error(ret_error, &e);
         r = require_manage(m, msg, create ? "creating a group" : "changing a group", self, ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;
@@ -425,9 +395,8 @@ static int method_remove_group(sd_bus_message *msg, void *userdata, sd_bus_error
         r = sd_bus_message_read(msg, "s", &path);
         if (r < 0)
                 return r;
-        r = check_group_args(path, 1024, 1, ret_error);
-        if (r < 0)
-                return r;
+        if (manager_group_check_path(path, &e) < 0)
+                return reply_error(ret_error, &e);
         r = require_manage(m, msg, "removing a group", method_remove_group, ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;

@@ -51,6 +51,22 @@ void group_apply_cgroup(Manager *m, const Group *g) {
                 log_warning("Failed to write %s/%s/cpu.max: %s", m->groups.root, g->cgroup, strerror(-r));
 }
 
+int manager_group_check_args(const char *path, uint64_t runtime, uint64_t period, OpError *error) {
+        Refusal rf;
+
+        if (admission_group_args(path, runtime, period, &rf) != 0)
+                return op_refused(error, &rf);
+        return 0;
+}
+
+int manager_group_check_path(const char *path, OpError *error) {
+        Refusal rf;
+
+        if (admission_group_path_arg(path, &rf) != 0)
+                return op_refused(error, &rf);
+        return 0;
+}
+
 int manager_group_create(Manager *m, const char *path, uint64_t runtime, uint64_t period, OpError *error) {
         GroupSpec spec = { .runtime = runtime, .period = period, .fork = _FORK_POLICY_UNSET,
                            .threads = _FORK_POLICY_UNSET, .dynamic = true };

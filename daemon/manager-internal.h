@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "basic/macro.h"
+#include "core/admission.h"
 #include "manager.h"
 
 /* How long an EBUSY from the kernel is retried when the books say the request fits: bandwidth of
@@ -17,12 +18,16 @@
 /* manager.c: failures, the books' plumbing, the status. */
 /* Fill *e; each returns -1 (the operations' failure). */
 _printf_(3, 4) int op_fail(OpError *e, OpFailure kind, const char *fmt, ...);
+/* A refusal of the core (a positive AdmitOutcome with its numbers): the OpFailure kind its outcome
+ * maps to (see core/admission.h's table) and refusal_format()'s sentence. Returns -1. */
 int op_refused(OpError *e, const Refusal *r);
 int op_errno(OpError *e, int err, const char *what);
 /* What the kernel's error r means for the caller of what. */
 int kernel_failure(OpError *e, int r, const char *what);
 /* The per-user limit refusal rf, for owner. */
-int op_limit(Manager *m, OpError *e, uid_t owner, const Refusal *rf);
+/* The caller as core/admission.h sees it: uid, pid, user name, and (not for root) the limits and
+ * request rate of the configuration. */
+AdmissionCaller manager_admission_caller(Manager *m, const Caller *c);
 /* The configuration's limits for uid (its own entry, else "default", else none). */
 UserLimits limits_of(Manager *m, uid_t uid, const ConfLimit **ret_conf);
 uint64_t now_ns(void);

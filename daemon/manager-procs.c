@@ -164,16 +164,15 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
         }
         if (!donor)
                 return;
-        ForkPolicy policy = is_thread ? donor->group->threads : donor->group->fork;
-        if (policy == FORK_NONE)
-                return;
-        /* The owner's limits apply to children too: a full copy (inherit) only within them, and a
-         * split only within the owner's number of reservations. */
-        /* Root's threads are not limited, as root's requests are not. */
+        /* The group's policy and the owner's limits (core/admission.h): a full copy (inherit) only
+         * within them, a split only within the owner's number of reservations; root's children are
+         * not limited, as root's requests are not. */
+        ForkPolicy policy;
         UserLimits lim = donor->uid == 0 ? USER_LIMITS_NONE : limits_of(m, donor->uid, NULL);
-        if (policy == FORK_INHERIT && user_limits_check(m->tree, donor->uid, &lim, donor->bw, 1, NULL) != 0)
-                policy = FORK_SPLIT;
-        if (user_limits_check(m->tree, donor->uid, &lim, 0, 1, &rf) != 0) {
+        r = admission_fork_decide(m->tree, donor, is_thread, &lim, &policy, &rf);
+        if (r == ADMIT_FORK_NONE)
+                return;
+        if (r != 0) {
                 log_debug("New %s %d stays SCHED_OTHER: its owner's reservation limit is reached",
                           is_thread ? "thread" : "process", ev->pid);
                 note_unraised(m, ev->pid);

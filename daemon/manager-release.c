@@ -189,8 +189,10 @@ int manager_release(Manager *m, const Caller *c, Reservation *res, const char *r
         bool parked = false;
         int r;
 
-        if (c && !manager_may_touch(m, c, res))
-                return op_fail(error, OP_PERMISSION_DENIED, "reservation %" PRIu64 " is not yours", res->id);
+        if (c && !admission_may_touch(c->uid, res)) {
+                Refusal rf = { .outcome = ADMIT_NOT_YOURS, .id = res->id };
+                return op_refused(error, &rf);
+        }
         t = target_get(m, res->id);
         if (t) {
                 SchedInfo had = { .policy = SCHED_DEADLINE, .flags = sched_flags_of(res->flags) | SCHED_FLAG_RESET_ON_FORK,
@@ -214,6 +216,25 @@ int manager_release(Manager *m, const Caller *c, Reservation *res, const char *r
         if (!parked) /* it has ended, or may have (see release_books()) */
                 capacity_recount_unsafe_for(m->capacity, res->params.period);
         release_books(m, res, reason);
+        return 0;
+}
+
+int manager_release_process(Manager *m, const Caller *c, uint32_t pid, uint32_t *ret_n, OpError *error) {
+        Reservation *res;
+        uint32_t n = 0;
+
+        /* All or nothing on permission: check every one first. */
+        for (res = tree_find_process(m->tree, pid); res; res = res->proc_next)
+                if (!admission_may_touch(c->uid, res)) {
+                        Refusal rf = { .outcome = ADMIT_NOT_YOURS, .id = res->id };
+                        return op_refused(error, &rf);
+                }
+        while ((res = tree_find_process(m->tree, pid))) {
+                if (manager_release(m, c, res, "requested", error) < 0)
+                        return -1;
+                n++;
+        }
+        *ret_n = n;
         return 0;
 }
 

@@ -40,8 +40,39 @@ int op_fail(OpError *e, OpFailure kind, const char *fmt, ...) {
         return -1;
 }
 
+static OpFailure failure_of(AdmitOutcome o) {
+        switch (o) {
+        case ADMIT_BAD_PID:
+        case ADMIT_NO_SUCH_THREAD:
+        case ADMIT_PROCESS_GONE:
+        case ADMIT_THREAD_GONE:
+                return OP_NO_SUCH_THREAD;
+        case ADMIT_PID_ONE:
+        case ADMIT_KERNEL_THREAD:
+        case ADMIT_NOT_OWNER:
+        case ADMIT_NOT_ALLOWED:
+        case ADMIT_MOVE_NOT_ALLOWED:
+        case ADMIT_NOT_YOURS:
+                return OP_PERMISSION_DENIED;
+        case ADMIT_BAD_GROUP_NAME:
+        case ADMIT_BAD_FLAGS:
+        case ADMIT_NO_CGROUP:
+        case ADMIT_BAD_GROUP_BANDWIDTH:
+                return OP_INVALID;
+        case ADMIT_FOREIGN_DEADLINE:
+                return OP_FOREIGN_DEADLINE;
+        case ADMIT_LIMIT_EXCEEDED:
+        case ADMIT_RATE_LIMITED:
+                return OP_LIMIT_EXCEEDED;
+        case ADMIT_NO_SUCH_RESERVATION:
+                return OP_NO_SUCH_RESERVATION;
+        default:
+                return OP_REFUSED; /* manager-bus.c's reply_error() names these by outcome */
+        }
+}
+
 int op_refused(OpError *e, const Refusal *r) {
-        e->kind = OP_REFUSED;
+        e->kind = failure_of(r->outcome);
         e->refusal = *r;
         refusal_format(r, e->message, sizeof e->message);
         return -1;
@@ -207,10 +238,6 @@ void notify_status(Manager *m) {
 
 /* --- what the rooms share: callers, limits, the root's capacity --- */
 
-bool manager_may_touch(const Manager *m, const Caller *c, const Reservation *r) {
-        return c->uid == 0 || c->uid == r->uid;
-}
-
 /* The configuration's limits for uid (its own entry, else "default", else none). */
 UserLimits limits_of(Manager *m, uid_t uid, const ConfLimit **ret_conf) {
         const ConfLimit *l;
@@ -219,16 +246,6 @@ UserLimits limits_of(Manager *m, uid_t uid, const ConfLimit **ret_conf) {
         if (ret_conf)
                 *ret_conf = l;
         return l ? (UserLimits) { .bandwidth = l->bandwidth, .reservations = l->reservations } : USER_LIMITS_NONE;
-}
-
-int op_limit(Manager *m, OpError *e, uid_t owner, const Refusal *rf) {
-        char why[256];
-
-        e->kind = OP_LIMIT_EXCEEDED;
-        e->refusal = *rf;
-        snprintf(e->message, sizeof e->message, "user %s: %s", authz_user_name(&m->names, owner),
-                 refusal_format(rf, why, sizeof why));
-        return -1;
 }
 
 /* The root's bandwidth: what the kernel admits, or the configuration's cap on what edfd hands out.

@@ -135,7 +135,7 @@ int manager_run(Manager *m);
 typedef void (*AdmitDone)(Manager *m, void *userdata, uint64_t id, const OpError *error);
 
 typedef struct AdmitRequest {
-        uint32_t pid, tid;
+        uint64_t pid, tid;         /* as asked; 0: the caller's process, its main thread */
         const char *group;         /* "" = default group */
         DlParams params;
         uint64_t flags;
@@ -152,9 +152,19 @@ typedef struct AdmitRequest {
  * returned and req->done is called exactly once later, with the id or the error (KernelRefused at
  * the end of the window; also when edfd stops first). Without req->done the retry sleeps in place. */
 int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError *error);
+/* The checks of an Admit's arguments alone (ids, group path, flags), for the bus before rate limits
+ * and polkit: 0, or -1 with *error. manager_admit() makes them again. */
+int manager_admit_check_args(const AdmitRequest *req, OpError *error);
 int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *p, OpError *error);
 /* reason is what the ReservationRemoved signal says. */
 int manager_release(Manager *m, const Caller *c, Reservation *r, const char *reason, OpError *error);
+/* Release every reservation of process pid, all or nothing on permission (the caller's own, or root):
+ * 0 with *ret_n, or -1 with *error (a release that failed leaves the ones before it released). */
+int manager_release_process(Manager *m, const Caller *c, uint32_t pid, uint32_t *ret_n, OpError *error);
+/* The checks of CreateGroup's and SetGroup's arguments alone (a path other than the root, a group
+ * bandwidth), and of RemoveGroup's path, for the bus before polkit: 0, or -1 with *error. */
+int manager_group_check_args(const char *path, uint64_t runtime, uint64_t period, OpError *error);
+int manager_group_check_path(const char *path, OpError *error);
 int manager_group_create(Manager *m, const char *path, uint64_t runtime, uint64_t period, OpError *error);
 int manager_group_set(Manager *m, const char *path, uint64_t runtime, uint64_t period, OpError *error);
 int manager_group_remove(Manager *m, const char *path, OpError *error);
@@ -162,7 +172,5 @@ int manager_reload(Manager *m, OpError *error);
 /* Check every reservation against the kernel and re-measure capacity. */
 int manager_resync(Manager *m, const char *why);
 
-/* Whether caller may act on r (root, or the owner). */
-bool manager_may_touch(const Manager *m, const Caller *c, const Reservation *r);
 /* Count a request of a non-root caller against its rate limit: 0, or -1 with *error filled. */
 int manager_rate_check(Manager *m, const Caller *c, OpError *error);
