@@ -17,6 +17,7 @@
 
 #include "core/bandwidth.h"
 #include "core/duration.h"
+#include "basic/strv.h"
 #include "edfctl.h"
 #include "shared/protocol.h"
 
@@ -24,8 +25,11 @@ typedef struct GroupRow {
         const char *path;          /* points into the reply */
         uint64_t runtime, period, bw, allocated;
         uint32_t n_reservations, n_groups;
-        const char *cgroup, *fork, *threads, *users;
-        int dynamic;
+        const char *cgroup, *fork, *threads;
+        int anyone;                /* anyone may use it; else users (none: nobody but root) */
+        char **users;              /* owned */
+        int dynamic, overridden;
+        uint64_t min_split_runtime;
         unsigned depth;
 } GroupRow;
 
@@ -33,7 +37,7 @@ typedef struct ReservationRow {
         uint64_t id;
         uint32_t pid, tid;
         const char *group;         /* points into the reply */
-        uint64_t runtime, deadline, period, bw, flags, split_from;
+        uint64_t runtime, deadline, period, bw, flags, split_from, donated;
         uint32_t uid;
         char comm[17];             /* "" when the thread is not visible */
 } ReservationRow;
@@ -65,6 +69,8 @@ typedef struct Snapshot {
 static void snapshot_done(Snapshot *s) {
         for (size_t i = 0; i < _CALL_MAX; i++)
                 sd_bus_message_unref(s->replies[i]);
+        for (size_t i = 0; i < s->n_groups; i++)
+                strv_free(s->groups[i].users);
         free(s->groups);
         free(s->reservations);
 }
@@ -153,23 +159,100 @@ static unsigned path_depth(const char *path) {
         return d;
 }
 
+/* One known key of an a{sv}: its name, its type, where it goes (an offset into a struct). */
+typedef struct DictField {
+        const char *name;
+        char type;
+        size_t offset;
+} DictField;
+
+/* Read an a{sv} into the struct at base: the keys of map with the type map gives are stored, every
+ * other key (or type) is skipped, so that edfd can add keys without breaking this client. */
+static int read_dict(sd_bus_message *m, const DictField *map, size_t n_map, void *base) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *name, *contents;
+                bool done = false;
+                char type;
+
+                r = sd_bus_message_read(m, "s", &name);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_peek_type(m, &type, &contents);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n_map && !done; i++) {
+                        char sig[2] = { map[i].type, '\0' };
+                        if (strcmp(name, map[i].name) != 0 || strcmp(contents, sig) != 0)
+                                continue;
+                        r = sd_bus_message_read(m, "v", sig, (char *) base + map[i].offset);
+                        if (r < 0)
+                                return r;
+                        done = true;
+                }
+                if (!done) {
+                        r = sd_bus_message_skip(m, "v");
+                        if (r < 0)
+                                return r;
+                }
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        return sd_bus_message_exit_container(m);
+}
+
+static int read_group(sd_bus_message *m, GroupRow *g) {
+        static const DictField extra[] = {
+                { "min_split_runtime", 't', offsetof(GroupRow, min_split_runtime) },
+                { "overridden", 'b', offsetof(GroupRow, overridden) },
+        };
+        int r;
+
+        *g = (GroupRow) {};
+        r = sd_bus_message_enter_container(m, 'r', EDFD_GROUP_ENTRY);
+        if (r <= 0)
+                return r;
+        r = sd_bus_message_read(m, "sttttuusssb", &g->path, &g->runtime, &g->period, &g->bw, &g->allocated,
+                                &g->n_reservations, &g->n_groups, &g->cgroup, &g->fork, &g->threads, &g->anyone);
+        if (r >= 0)
+                r = sd_bus_message_read_strv(m, &g->users);
+        if (r >= 0)
+                r = sd_bus_message_read(m, "b", &g->dynamic);
+        if (r >= 0)
+                r = read_dict(m, extra, ELEMENTSOF(extra), g);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r < 0) {
+                g->users = strv_free(g->users);
+                return r;
+        }
+        return 1;
+}
+
 static int parse_groups(Snapshot *s) {
         sd_bus_message *m = s->replies[CALL_GROUPS];
         GroupRow g = {};
         size_t allocated = 0;
         int r;
 
-        r = sd_bus_message_enter_container(m, 'a', "(sttttuussssb)");
+        r = sd_bus_message_enter_container(m, 'a', "(" EDFD_GROUP_ENTRY ")");
         if (r < 0)
                 return r;
-        while ((r = sd_bus_message_read(m, "(sttttuussssb)", &g.path, &g.runtime, &g.period, &g.bw, &g.allocated,
-                                        &g.n_reservations, &g.n_groups, &g.cgroup, &g.fork, &g.threads, &g.users,
-                                        &g.dynamic)) > 0) {
+        while ((r = read_group(m, &g)) > 0) {
                 if (s->n_groups == allocated) {
                         size_t k = allocated ? allocated * 2 : 16;
                         GroupRow *n = reallocarray(s->groups, k, sizeof *n);
-                        if (!n)
+                        if (!n) {
+                                strv_free(g.users);
                                 return -ENOMEM;
+                        }
                         s->groups = n;
                         allocated = k;
                 }
@@ -183,17 +266,35 @@ static int parse_groups(Snapshot *s) {
         return sd_bus_message_exit_container(m);
 }
 
+static int read_reservation(sd_bus_message *m, ReservationRow *v) {
+        static const DictField extra[] = {
+                { "donated", 't', offsetof(ReservationRow, donated) },
+        };
+        int r;
+
+        *v = (ReservationRow) {};
+        r = sd_bus_message_enter_container(m, 'r', EDFD_RESERVATION_ENTRY);
+        if (r <= 0)
+                return r;
+        r = sd_bus_message_read(m, "tuusttttttu", &v->id, &v->pid, &v->tid, &v->group, &v->runtime, &v->deadline,
+                                &v->period, &v->bw, &v->flags, &v->split_from, &v->uid);
+        if (r >= 0)
+                r = read_dict(m, extra, ELEMENTSOF(extra), v);
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        return r < 0 ? r : 1;
+}
+
 static int parse_reservations(Snapshot *s) {
         sd_bus_message *m = s->replies[CALL_RESERVATIONS];
         ReservationRow v = {};
         size_t allocated = 0;
         int r;
 
-        r = sd_bus_message_enter_container(m, 'a', "(tuusttttttu)");
+        r = sd_bus_message_enter_container(m, 'a', "(" EDFD_RESERVATION_ENTRY ")");
         if (r < 0)
                 return r;
-        while ((r = sd_bus_message_read(m, "(tuusttttttu)", &v.id, &v.pid, &v.tid, &v.group, &v.runtime,
-                                        &v.deadline, &v.period, &v.bw, &v.flags, &v.split_from, &v.uid)) > 0) {
+        while ((r = read_reservation(m, &v)) > 0) {
                 if (s->n_reservations == allocated) {
                         size_t k = allocated ? allocated * 2 : 16;
                         ReservationRow *n = reallocarray(s->reservations, k, sizeof *n);
@@ -212,11 +313,7 @@ static int parse_reservations(Snapshot *s) {
 }
 
 static int parse_properties(Snapshot *s) {
-        static const struct {
-                const char *name;
-                char type;
-                size_t offset;
-        } map[] = {
+        static const DictField map[] = {
                 { "Version", 's', offsetof(Props, version) },
                 { "Capacity", 't', offsetof(Props, capacity) },
                 { "Allocated", 't', offsetof(Props, allocated) },
@@ -231,45 +328,9 @@ static int parse_properties(Snapshot *s) {
                 { "Resyncs", 't', offsetof(Props, resyncs) },
                 { "UnseenChildren", 't', offsetof(Props, unseen_children) },
         };
-        sd_bus_message *m = s->replies[CALL_PROPERTIES];
-        int r;
 
         s->props.version = "";
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                const char *name, *contents;
-                bool done = false;
-                char type;
-
-                r = sd_bus_message_read(m, "s", &name);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_peek_type(m, &type, &contents);
-                if (r < 0)
-                        return r;
-                for (size_t i = 0; i < ELEMENTSOF(map) && !done; i++) {
-                        char sig[2] = { map[i].type, '\0' };
-                        if (strcmp(name, map[i].name) != 0 || strcmp(contents, sig) != 0)
-                                continue;
-                        r = sd_bus_message_read(m, "v", sig, (char *) &s->props + map[i].offset);
-                        if (r < 0)
-                                return r;
-                        done = true;
-                }
-                if (!done) {
-                        r = sd_bus_message_skip(m, "v");
-                        if (r < 0)
-                                return r;
-                }
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-        }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
+        return read_dict(s->replies[CALL_PROPERTIES], map, ELEMENTSOF(map), &s->props);
 }
 
 /* --- human output --- */
@@ -469,30 +530,22 @@ static int json_add(json_object *o, const char *key, json_object *value) {
 
 #define JSON_ADD(o, key, value, r) ((r) = (r) ?: json_add((o), (key), (value)))
 
-/* ListGroups says "" for anyone (JSON null) and "-" for nobody but root (an empty list). */
-static int json_users(const char *users, json_object **ret) {
+/* Who may use a group: JSON null for anyone, else the list of user names (empty: nobody but root). */
+static int json_users(const GroupRow *g, json_object **ret) {
         json_object *a;
-        const char *p = users;
 
-        if (!*users) {
+        if (g->anyone) {
                 *ret = NULL;
                 return 0;
         }
-        if (strcmp(users, "-") == 0)
-                p = "";
         a = json_object_new_array();
         if (!a)
                 return -ENOMEM;
-        while (*p) {
-                size_t n = strcspn(p, ",");
-                if (n > 0 && json_object_array_add(a, json_object_new_string_len(p, (int) n)) < 0) {
+        for (char **u = g->users; u && *u; u++)
+                if (json_object_array_add(a, json_object_new_string(*u)) < 0) {
                         json_object_put(a);
                         return -ENOMEM;
                 }
-                p += n;
-                if (*p == ',')
-                        p++;
-        }
         *ret = a;
         return 0;
 }
@@ -524,6 +577,7 @@ static json_object *json_reservation(const ReservationRow *v) {
         JSON_ADD(o, "flags", json_object_new_uint64(v->flags), r);
         JSON_ADD(o, "flag_names", fl, r);
         JSON_ADD(o, "split_from", v->split_from ? json_object_new_uint64(v->split_from) : NULL, r);
+        JSON_ADD(o, "donated", v->split_from ? json_object_new_uint64(v->donated) : NULL, r);
         JSON_ADD(o, "uid", json_object_new_uint64(v->uid), r);
         if (r < 0) {
                 json_object_put(o);
@@ -538,7 +592,7 @@ static json_object *json_group(const GroupRow *g) {
 
         if (!o)
                 return NULL;
-        r = json_users(g->users, &users);
+        r = json_users(g, &users);
         JSON_ADD(o, "path", json_object_new_string(g->path), r);
         JSON_ADD(o, "depth", json_object_new_uint64(g->depth), r);
         JSON_ADD(o, "runtime", json_object_new_uint64(g->runtime), r);
@@ -554,6 +608,8 @@ static json_object *json_group(const GroupRow *g) {
         JSON_ADD(o, "threads", json_object_new_string(g->threads), r);
         JSON_ADD(o, "users", users, r);
         JSON_ADD(o, "dynamic", json_object_new_boolean(g->dynamic), r);
+        JSON_ADD(o, "overridden", json_object_new_boolean(g->overridden), r);
+        JSON_ADD(o, "min_split_runtime", json_object_new_uint64(g->min_split_runtime), r);
         if (r < 0) {
                 json_object_put(o);
                 return NULL;

@@ -305,7 +305,7 @@ int verb_admit(const Args *a) {
         ex = bus_connect(&bus);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
-        ex = bus_call_edfd(bus, "Admit", &reply, "ttstttt", (uint64_t) pid, (uint64_t) tid, group, p.runtime,
+        ex = bus_call_edfd(bus, "Admit", &reply, "uustttt", pid, tid, group, p.runtime,
                            p.deadline, p.period, flags);
         if (ex == EDFCTL_EXIT_OK) {
                 r = sd_bus_message_read(reply, "t", &id);
@@ -364,8 +364,8 @@ int verb_release(const Args *a) {
         if (id)
                 return bus_call_edfd(bus, "Release", NULL, "t", id);
         if (tid)
-                return bus_call_edfd(bus, "ReleaseThread", NULL, "t", (uint64_t) tid);
-        ex = bus_call_edfd(bus, "ReleaseProcess", &reply, "t", (uint64_t) pid);
+                return bus_call_edfd(bus, "ReleaseThread", NULL, "u", tid);
+        ex = bus_call_edfd(bus, "ReleaseProcess", &reply, "u", pid);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
         r = sd_bus_message_read(reply, "u", &n);

@@ -169,13 +169,14 @@ static void admit_done(Manager *m, void *userdata, uint64_t id, const OpError *e
 
 static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         Manager *m = userdata;
-        uint64_t pid, tid, runtime, deadline, period, flags, id;
+        uint32_t pid, tid;
+        uint64_t runtime, deadline, period, flags, id;
         const char *group;
         AdmitRequest req;
         OpError e = {};
         int r;
 
-        r = sd_bus_message_read(msg, "ttsttt" "t", &pid, &tid, &group, &runtime, &deadline, &period, &flags);
+        r = sd_bus_message_read(msg, "uustttt", &pid, &tid, &group, &runtime, &deadline, &period, &flags);
         if (r < 0)
                 return r;
         req = (AdmitRequest) { .pid = pid, .tid = tid, .group = group, .params = { runtime, deadline, period },
@@ -263,39 +264,38 @@ static int method_release(sd_bus_message *msg, void *userdata, sd_bus_error *ret
 static int method_release_thread(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         Manager *m = userdata;
         Reservation *res;
-        uint64_t tid;
+        uint32_t tid;
         int r;
 
-        r = sd_bus_message_read(msg, "t", &tid);
+        r = sd_bus_message_read(msg, "u", &tid);
         if (r < 0)
                 return r;
-        res = tid <= INT32_MAX ? tree_find_thread(m->tree, (uint32_t) tid) : NULL;
+        res = tid <= INT32_MAX ? tree_find_thread(m->tree, tid) : NULL;
         if (!res)
                 return sd_bus_error_setf(ret_error, EDFD_ERROR_NO_SUCH_RESERVATION,
-                                         "thread %" PRIu64 " holds no reservation", tid);
+                                         "thread %" PRIu32 " holds no reservation", tid);
         return release_one(m, msg, res, ret_error);
 }
 
 static int method_release_process(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         Manager *m = userdata;
         Reservation *res;
-        uint64_t pid;
-        uint32_t n = 0;
+        uint32_t pid, n = 0;
         OpError e = {};
         Caller c;
         int r;
 
-        r = sd_bus_message_read(msg, "t", &pid);
+        r = sd_bus_message_read(msg, "u", &pid);
         if (r < 0)
                 return r;
-        res = pid <= INT32_MAX ? tree_find_process(m->tree, (uint32_t) pid) : NULL;
+        res = pid <= INT32_MAX ? tree_find_process(m->tree, pid) : NULL;
         if (!res)
                 return sd_bus_error_setf(ret_error, EDFD_ERROR_NO_SUCH_RESERVATION,
-                                         "process %" PRIu64 " holds no reservation", pid);
+                                         "process %" PRIu32 " holds no reservation", pid);
         r = caller_of(m, msg, &c, ret_error);
         if (r < 0)
                 return r;
-        if (manager_release_process(m, &c, (uint32_t) pid, &n, &e) < 0)
+        if (manager_release_process(m, &c, pid, &n, &e) < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "u", n);
 }
@@ -308,13 +308,15 @@ static int method_list_reservations(sd_bus_message *msg, void *userdata, sd_bus_
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', "(tuusttttttu)");
+        r = sd_bus_message_open_container(reply, 'a', "(" EDFD_RESERVATION_ENTRY ")");
         if (r < 0)
                 return r;
         for (const Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res)) {
-                r = sd_bus_message_append(reply, "(tuusttttttu)", res->id, res->pid, res->tid, res->group->path,
+                /* The entry's last member, a{sv}, carries what is added later without breaking clients. */
+                r = sd_bus_message_append(reply, "(tuusttttttua{sv})", res->id, res->pid, res->tid, res->group->path,
                                           res->params.runtime, res->params.deadline, res->params.period, res->bw,
-                                          res->flags, res->donor, res->uid);
+                                          res->flags, res->donor, res->uid,
+                                          res->donor ? 1 : 0, "donated", "t", res->donated);
                 if (r < 0)
                         return r;
         }
@@ -332,21 +334,28 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r < 0)
                 return r;
-        r = sd_bus_message_open_container(reply, 'a', "(sttttuussssb)");
+        r = sd_bus_message_open_container(reply, 'a', "(" EDFD_GROUP_ENTRY ")");
         if (r < 0)
                 return r;
         for (const Group *g = m->tree->root; g; g = group_next_preorder(g)) {
-                char users[1024] = "";
-                size_t n = 0;
-                /* "" anyone, "-" nobody but root (no user name starts with "-"), else the names. */
-                if (g->users && !g->users[0])
-                        strcpy(users, "-");
-                for (char **u = g->users; u && *u && n < sizeof users - 1; u++)
-                        n += (size_t) snprintf(users + n, sizeof users - n, "%s%s", n ? "," : "", *u);
-                r = sd_bus_message_append(reply, "(sttttuussssb)", g->path, g->runtime, g->period, g->bw, g->allocated,
+                r = sd_bus_message_open_container(reply, 'r', EDFD_GROUP_ENTRY);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_append(reply, "sttttuusss", g->path, g->runtime, g->period, g->bw, g->allocated,
                                           (uint32_t) g->n_reservations, (uint32_t) g->n_children,
                                           g->cgroup ? g->cgroup : "", fork_policy_to_string(g->fork),
-                                          fork_policy_to_string(g->threads), users, g->dynamic);
+                                          fork_policy_to_string(g->threads));
+                if (r < 0)
+                        return r;
+                /* Who may use it: anyone (users NULL), nobody but root (an empty list), or the names. */
+                r = sd_bus_message_append(reply, "b", !g->users);
+                if (r >= 0)
+                        r = sd_bus_message_append_strv(reply, g->users ?: (char *[]) { NULL });
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "ba{sv}", g->dynamic, 2, "min_split_runtime", "t",
+                                                  g->min_split_runtime, "overridden", "b", g->overridden);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
                 if (r < 0)
                         return r;
         }
@@ -556,7 +565,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("EventsLost", "t", property_events_lost, 0, 0),
         SD_BUS_PROPERTY("Resyncs", "t", property_resyncs, 0, 0),
         SD_BUS_PROPERTY("UnseenChildren", "t", property_unseen_children, 0, 0),
-        SD_BUS_METHOD_WITH_NAMES("Admit", "ttsttt" "t",
+        SD_BUS_METHOD_WITH_NAMES("Admit", "uustttt",
                                  SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group) SD_BUS_PARAM(runtime)
                                  SD_BUS_PARAM(deadline) SD_BUS_PARAM(period) SD_BUS_PARAM(flags),
                                  "t", SD_BUS_PARAM(id), method_admit_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
@@ -564,12 +573,12 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(runtime) SD_BUS_PARAM(deadline) SD_BUS_PARAM(period),
                                  "", , method_update_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Release", "t", SD_BUS_PARAM(id), "", , method_release_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ReleaseThread", "t", SD_BUS_PARAM(tid), "", , method_release_thread_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ReleaseProcess", "t", SD_BUS_PARAM(pid), "u", SD_BUS_PARAM(released),
+        SD_BUS_METHOD_WITH_NAMES("ReleaseThread", "u", SD_BUS_PARAM(tid), "", , method_release_thread_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ReleaseProcess", "u", SD_BUS_PARAM(pid), "u", SD_BUS_PARAM(released),
                                  method_release_process_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ListReservations", "", , "a(tuusttttttu)", SD_BUS_PARAM(reservations),
+        SD_BUS_METHOD_WITH_NAMES("ListReservations", "", , "a(" EDFD_RESERVATION_ENTRY ")", SD_BUS_PARAM(reservations),
                                  method_list_reservations, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(sttttuussssb)", SD_BUS_PARAM(groups), method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(" EDFD_GROUP_ENTRY ")", SD_BUS_PARAM(groups), method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("CreateGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period),
                                  "", , method_create_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("SetGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period), "",

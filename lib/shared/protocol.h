@@ -9,16 +9,23 @@
  * fractional bits, the kernel's own unit: BW_UNIT of core/bandwidth.h (1 << 20) is one whole CPU.
  *
  * Methods (interface EDFD_BUS_INTERFACE):
- *   Admit(t pid, t tid, s group, t runtime, t deadline, t period, t flags) -> (t id)
+ *   Admit(u pid, u tid, s group, t runtime, t deadline, t period, t flags) -> (t id)
  *   Update(t id, t runtime, t deadline, t period)
  *   Release(t id)
- *   ReleaseThread(t tid)
- *   ReleaseProcess(t pid) -> (u released)
- *   ListReservations() -> a(tuusttttttu)
- *       id, pid, tid, group, runtime, deadline, period, bandwidth, flags, split_from, uid
- *   ListGroups() -> a(sttttuussssb)
+ *   ReleaseThread(u tid)
+ *   ReleaseProcess(u pid) -> (u released)
+ *   ListReservations() -> a(EDFD_RESERVATION_ENTRY)
+ *       id, pid, tid, group, runtime, deadline, period, bandwidth, flags, split_from, uid, extra
+ *   ListGroups() -> a(EDFD_GROUP_ENTRY)
  *       path, runtime, period, bandwidth, allocated, reservations, groups, cgroup, fork, threads,
- *       users (comma-separated; "" = anyone, "-" = nobody but root), dynamic
+ *       anyone, users, dynamic, extra
+ *     Who may use a group: anyone = true (users empty); nobody but root: anyone = false and no
+ *     users; else the user names. Each entry ends in extra, an a{sv} of further fields: a client
+ *     ignores keys it does not know, and edfd adds keys without changing the signature. Today:
+ *       reservation  "donated" t: the runtime its donor gave it at a split (split children only)
+ *       group        "min_split_runtime" t (effective), "overridden" b (a configured group
+ *                    resized at run time)
+ *     pids and tids are u everywhere, in methods as in signals.
  *   CreateGroup(s path, t runtime, t period)
  *   SetGroup(s path, t runtime, t period)
  *   RemoveGroup(s path)
@@ -42,6 +49,10 @@
 #define EDFD_BUS_NAME "org.edfd.Admission1"
 #define EDFD_BUS_PATH "/org/edfd/Admission1"
 #define EDFD_BUS_INTERFACE "org.edfd.Admission1.Manager"
+
+/* The signatures of one list entry (without the parentheses of the struct). */
+#define EDFD_RESERVATION_ENTRY "tuusttttttua{sv}"
+#define EDFD_GROUP_ENTRY "sttttuusssbasba{sv}"
 
 /* At most this many bus names subscribed to edfd's signals at once (Subscribe()). */
 #define EDFD_SUBSCRIBERS_MAX 1024

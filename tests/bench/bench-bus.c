@@ -104,7 +104,7 @@ static int send_next(Slot *s) {
                                              on_reply, s, "t", UINT64_C(42));
         else if (s->id == 0)
                 r = sd_bus_call_method_async(p->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit",
-                                             on_reply, s, "ttstttt", (uint64_t) s->pid, (uint64_t) s->tid,
+                                             on_reply, s, "uustttt", (uint32_t) s->pid, (uint32_t) s->tid,
                                              BENCH_GROUP, RUNTIME, PERIOD, PERIOD, UINT64_C(0));
         else
                 r = sd_bus_call_method_async(p->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE,

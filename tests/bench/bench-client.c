@@ -130,7 +130,7 @@ int main(int argc, char *argv[]) {
 
                         char *a3[] = { (char *) "/usr/bin/busctl", (char *) "call", (char *) "org.edfd.Admission1",
                                        (char *) "/org/edfd/Admission1", (char *) "org.edfd.Admission1.Manager",
-                                       (char *) "Admit", (char *) "ttstttt", pid_s, pid_s, (char *) "",
+                                       (char *) "Admit", (char *) "uustttt", pid_s, pid_s, (char *) "",
                                        (char *) "1000000", (char *) "100000000", (char *) "100000000", (char *) "0",
                                        NULL };
                         t[BUSCTL_ADMIT][i] = spawn_timed(a3, out, sizeof out);

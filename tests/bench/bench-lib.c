@@ -164,7 +164,7 @@ int bench_admit(sd_bus *bus, pid_t pid, pid_t tid, const char *group, uint64_t r
 
         for (;;) {
                 r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit", &error, &reply,
-                                       "ttstttt", (uint64_t) pid, (uint64_t) tid, group, runtime, period, period,
+                                       "uustttt", (uint32_t) pid, (uint32_t) tid, group, runtime, period, period,
                                        UINT64_C(0));
                 if (r >= 0 || !kernel_refused(&error) || bench_now_ns() > until)
                         break;
@@ -253,14 +253,21 @@ int bench_books(sd_bus *bus, BenchBooks *ret) {
         r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "ListReservations", &error, &reply,
                                "");
         if (r >= 0)
-                r = sd_bus_message_enter_container(reply, 'a', "(tuusttttttu)");
+                r = sd_bus_message_enter_container(reply, 'a', "(" EDFD_RESERVATION_ENTRY ")");
         while (r >= 0) {
                 uint64_t id, runtime, deadline, period, bw, flags, donor;
                 uint32_t pid, tid, uid;
                 const char *group;
-                r = sd_bus_message_read(reply, "(tuusttttttu)", &id, &pid, &tid, &group, &runtime, &deadline, &period,
-                                        &bw, &flags, &donor, &uid);
+                r = sd_bus_message_enter_container(reply, 'r', EDFD_RESERVATION_ENTRY);
                 if (r <= 0)
+                        break;
+                r = sd_bus_message_read(reply, "tuusttttttu", &id, &pid, &tid, &group, &runtime, &deadline, &period,
+                                        &bw, &flags, &donor, &uid);
+                if (r >= 0)
+                        r = sd_bus_message_skip(reply, "a{sv}"); /* the extra fields: none needed here */
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r < 0)
                         break;
                 b.reservations++;
                 b.sum_runtime += runtime;
@@ -270,15 +277,21 @@ int bench_books(sd_bus *bus, BenchBooks *ret) {
                 r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "ListGroups", &error,
                                        &reply, "");
         if (r >= 0)
-                r = sd_bus_message_enter_container(reply, 'a', "(sttttuussssb)");
+                r = sd_bus_message_enter_container(reply, 'a', "(" EDFD_GROUP_ENTRY ")");
         while (r >= 0) {
                 uint64_t runtime, period, bw, allocated;
                 uint32_t n_res, n_groups;
-                const char *path, *cgroup, *fork, *threads, *users;
-                int dynamic;
-                r = sd_bus_message_read(reply, "(sttttuussssb)", &path, &runtime, &period, &bw, &allocated, &n_res,
-                                        &n_groups, &cgroup, &fork, &threads, &users, &dynamic);
+                const char *path, *cgroup, *fork, *threads;
+                r = sd_bus_message_enter_container(reply, 'r', EDFD_GROUP_ENTRY);
                 if (r <= 0)
+                        break;
+                r = sd_bus_message_read(reply, "sttttuusss", &path, &runtime, &period, &bw, &allocated, &n_res,
+                                        &n_groups, &cgroup, &fork, &threads);
+                if (r >= 0)
+                        r = sd_bus_message_skip(reply, "basba{sv}"); /* users, dynamic, the extra fields */
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r < 0)
                         break;
                 if (strcmp(path, "/") == 0)
                         b.root_allocated = allocated;

@@ -143,7 +143,7 @@ static int batch_send(Batch *b, Call *c) {
                 *c = (Call) { b, h->pid, h->tids[b->next_thread++] };
         }
         r = sd_bus_call_method_async(b->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit",
-                                     batch_reply, c, "ttstttt", (uint64_t) c->pid, (uint64_t) c->tid, BENCH_GROUP,
+                                     batch_reply, c, "uustttt", (uint32_t) c->pid, (uint32_t) c->tid, BENCH_GROUP,
                                      RUNTIME, PERIOD, PERIOD, UINT64_C(0));
         if (r < 0)
                 b->failed = r;
@@ -179,7 +179,7 @@ static int release_process(sd_bus *bus, pid_t pid, uint32_t *ret_n) {
         int r;
 
         r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "ReleaseProcess", &error, &reply,
-                               "t", (uint64_t) pid);
+                               "u", (uint32_t) pid);
         if (r >= 0)
                 r = sd_bus_message_read(reply, "u", ret_n);
         if (r < 0)

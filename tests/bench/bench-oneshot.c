@@ -32,7 +32,8 @@ int main(int argc, char *argv[]) {
         }
         if (strcmp(argv[1], "admit") == 0) {
                 r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit", &error, &reply,
-                                       "ttstttt", strtoull(argv[2], NULL, 10), strtoull(argv[3], NULL, 10), "",
+                                       "uustttt", (uint32_t) strtoul(argv[2], NULL, 10),
+                                       (uint32_t) strtoul(argv[3], NULL, 10), "",
                                        UINT64_C(1000000), UINT64_C(100000000), UINT64_C(100000000), UINT64_C(0));
                 if (r >= 0)
                         r = sd_bus_message_read(reply, "t", &id);

@@ -520,6 +520,21 @@ def check_dbus(mandir, xml, protocol_h, daemon_dir):
     # The units are stated.
     for fact in ("1048576", "nanoseconds"):
         t.ok(fact in p.section("UNITS"), f"org.edfd.Admission1(5) UNITS says {fact}")
+    # The list entries end in an a{sv}; the page states the rule, and every key the daemon puts
+    # there ("key", "type", in manager-bus.c) is described with its type under METHODS.
+    for method in ("ListReservations", "ListGroups"):
+        out = [ty for _, ty, di in d["method"].get(method, []) if di == "out"]
+        t.ok(len(out) == 1 and out[0].endswith("a{sv})"), f"{method}'s entries end in an a{{sv}}", out)
+    rule = " ".join(p.section("EXTENSIBLE ENTRIES").split())
+    t.ok("ignores every other key" in rule and "without changing the signature" in rule,
+         "org.edfd.Admission1(5) EXTENSIBLE ENTRIES states the rule for unknown keys and new keys", rule)
+    bus_c = open(os.path.join(daemon_dir, "manager-bus.c")).read()
+    keys = re.findall(r'"([a-z_]+)",\s*"([a-z])",', bus_c)
+    t.ok(len(keys) >= 3, "manager-bus.c puts keys in the entries' a{sv}", keys)
+    methods_text = p.section("METHODS")
+    for key, ty in keys:
+        t.ok(re.search(r"^ *%s \(%s\)$" % (re.escape(key), ty), methods_text, re.M) is not None,
+             f"org.edfd.Admission1(5) METHODS describes the key {key} ({ty})")
     return t.done()
 
 
@@ -726,8 +741,9 @@ def check_live(mandir, xml, edfd, policy):
                     left = busctl("call", "org.edfd.Admission1", "/org/edfd/Admission1",
                                   "org.edfd.Admission1.Manager",
                                   "ListReservations")
-                    t.ok(left.stdout.strip() == "a(tuusttttttu) 0", "nothing is left admitted after it",
-                         left.stdout)
+                    listed = b["method"]["ListReservations"][0][1]
+                    t.ok(left.stdout.strip() == listed + " 0", "nothing is left admitted after it",
+                         left.stdout, f"expected: {listed} 0")
     finally:
         for p in reversed(procs):
             if p.poll() is None:

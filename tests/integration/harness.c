@@ -941,13 +941,13 @@ int harness_call(Harness *h, sd_bus_error *error, sd_bus_message **reply, const 
         return r;
 }
 
-int harness_admit(Harness *h, sd_bus_error *error, uint64_t pid, uint64_t tid, const char *group,
+int harness_admit(Harness *h, sd_bus_error *error, uint32_t pid, uint32_t tid, const char *group,
                   uint64_t runtime, uint64_t deadline, uint64_t period, uint64_t flags, uint64_t *ret_id) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         uint64_t id;
         int r;
 
-        r = harness_call(h, error, &reply, "Admit", "ttstttt", pid, tid, group, runtime, deadline, period, flags);
+        r = harness_call(h, error, &reply, "Admit", "uustttt", pid, tid, group, runtime, deadline, period, flags);
         if (r < 0)
                 return r;
         r = sd_bus_message_read(reply, "t", &id);
@@ -964,15 +964,77 @@ void harness_reservations_free(HarnessReservation *r, size_t n) {
         free(r);
 }
 
+void harness_group_entry_done(HarnessGroup *g) {
+        free(g->path);
+        free(g->cgroup);
+        free(g->fork);
+        free(g->threads);
+        for (char **u = g->users; u && *u; u++)
+                free(*u);
+        free(g->users);
+        *g = (HarnessGroup) {};
+}
+
 void harness_groups_free(HarnessGroup *g, size_t n) {
-        for (size_t i = 0; i < n; i++) {
-                free(g[i].path);
-                free(g[i].cgroup);
-                free(g[i].fork);
-                free(g[i].threads);
-                free(g[i].users);
-        }
+        for (size_t i = 0; i < n; i++)
+                harness_group_entry_done(&g[i]);
         free(g);
+}
+
+/* One key of an entry's a{sv} the harness knows: its name, its type, where its value goes and the
+ * flag that says it was there. */
+typedef struct ExtraKey {
+        const char *name;
+        char type;
+        void *value;
+        bool *present;
+} ExtraKey;
+
+/* Read an entry's a{sv}: known keys (with the known type) into their fields, a known key of another
+ * type is an error (-EBADMSG), the rest are skipped and counted in *ret_unknown. */
+static int read_extra(sd_bus_message *m, const ExtraKey *keys, size_t n_keys, unsigned *ret_unknown) {
+        unsigned unknown = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r < 0)
+                return r;
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                const char *name, *contents;
+                const ExtraKey *k = NULL;
+                char type;
+
+                r = sd_bus_message_read(m, "s", &name);
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_peek_type(m, &type, &contents);
+                if (r < 0)
+                        return r;
+                for (size_t i = 0; i < n_keys && !k; i++)
+                        if (streq(keys[i].name, name))
+                                k = &keys[i];
+                if (k) {
+                        char sig[2] = { k->type, '\0' };
+                        if (!streq(contents, sig)) {
+                                fprintf(stderr, "harness: key \"%s\" has type %s, expected %s\n", name, contents, sig);
+                                return -EBADMSG;
+                        }
+                        r = sd_bus_message_read(m, "v", sig, k->value);
+                        *k->present = true;
+                } else {
+                        r = sd_bus_message_skip(m, "v");
+                        unknown++;
+                }
+                if (r < 0)
+                        return r;
+                r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r < 0)
+                return r;
+        *ret_unknown = unknown;
+        return sd_bus_message_exit_container(m);
 }
 
 int harness_list_reservations(Harness *h, HarnessReservation **ret, size_t *ret_n) {
@@ -987,20 +1049,30 @@ int harness_list_reservations(Harness *h, HarnessReservation **ret, size_t *ret_
                 fprintf(stderr, "harness: ListReservations: %s: %s\n", error.name, error.message);
                 return r;
         }
-        r = sd_bus_message_enter_container(reply, 'a', "(tuusttttttu)");
+        r = sd_bus_message_enter_container(reply, 'a', "(" EDFD_RESERVATION_ENTRY ")");
         if (r < 0)
                 return r;
         for (;;) {
                 HarnessReservation e = {};
+                const ExtraKey keys[] = {
+                        { "donated", 't', &e.donated, &e.has_donated },
+                };
                 const char *group;
                 HarnessReservation *l;
 
-                r = sd_bus_message_read(reply, "(tuusttttttu)", &e.id, &e.pid, &e.tid, &group, &e.runtime,
-                                        &e.deadline, &e.period, &e.bandwidth, &e.flags, &e.split_from, &e.uid);
+                r = sd_bus_message_enter_container(reply, 'r', EDFD_RESERVATION_ENTRY);
                 if (r < 0)
                         goto fail;
                 if (r == 0)
                         break;
+                r = sd_bus_message_read(reply, "tuusttttttu", &e.id, &e.pid, &e.tid, &group, &e.runtime,
+                                        &e.deadline, &e.period, &e.bandwidth, &e.flags, &e.split_from, &e.uid);
+                if (r >= 0)
+                        r = read_extra(reply, keys, ELEMENTSOF(keys), &e.n_unknown);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r < 0)
+                        goto fail;
                 l = realloc(list, sizeof *list * (n + 1));
                 if (!l) {
                         r = -ENOMEM;
@@ -1030,32 +1102,55 @@ int harness_list_groups(Harness *h, HarnessGroup **ret, size_t *ret_n) {
                 fprintf(stderr, "harness: ListGroups: %s: %s\n", error.name, error.message);
                 return r;
         }
-        r = sd_bus_message_enter_container(reply, 'a', "(sttttuussssb)");
+        r = sd_bus_message_enter_container(reply, 'a', "(" EDFD_GROUP_ENTRY ")");
         if (r < 0)
                 return r;
         for (;;) {
                 HarnessGroup e = {};
-                const char *path, *cgroup, *fork, *threads, *users;
+                const ExtraKey keys[] = {
+                        { "min_split_runtime", 't', &e.min_split_runtime, &e.has_min_split_runtime },
+                        { "overridden", 'b', &e.overridden, &e.has_overridden },
+                };
+                const char *path, *cgroup, *fork, *threads;
                 HarnessGroup *l;
 
-                r = sd_bus_message_read(reply, "(sttttuussssb)", &path, &e.runtime, &e.period, &e.bandwidth,
-                                        &e.allocated, &e.reservations, &e.groups, &cgroup, &fork, &threads,
-                                        &users, &e.dynamic);
+                r = sd_bus_message_enter_container(reply, 'r', EDFD_GROUP_ENTRY);
                 if (r < 0)
                         goto fail;
                 if (r == 0)
                         break;
-                l = realloc(list, sizeof *list * (n + 1));
-                if (!l) {
-                        r = -ENOMEM;
+                r = sd_bus_message_read(reply, "sttttuusssb", &path, &e.runtime, &e.period, &e.bandwidth,
+                                        &e.allocated, &e.reservations, &e.groups, &cgroup, &fork, &threads,
+                                        &e.anyone);
+                if (r >= 0)
+                        r = sd_bus_message_read_strv(reply, &e.users);
+                if (r >= 0 && !e.users) {
+                        /* sd-bus gives NULL for an empty array; the harness gives an empty list. */
+                        e.users = calloc(1, sizeof(char *));
+                        if (!e.users)
+                                r = -ENOMEM;
+                }
+                if (r >= 0)
+                        r = sd_bus_message_read(reply, "b", &e.dynamic);
+                if (r >= 0)
+                        r = read_extra(reply, keys, ELEMENTSOF(keys), &e.n_unknown);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(reply);
+                if (r >= 0) {
+                        l = realloc(list, sizeof *list * (n + 1));
+                        if (!l)
+                                r = -ENOMEM;
+                        else
+                                list = l;
+                }
+                if (r < 0) {
+                        harness_group_entry_done(&e);
                         goto fail;
                 }
-                list = l;
                 e.path = strdup(path);
                 e.cgroup = strdup(cgroup);
                 e.fork = strdup(fork);
                 e.threads = strdup(threads);
-                e.users = strdup(users);
                 list[n++] = e;
         }
         *ret = list;
@@ -1101,13 +1196,17 @@ char *harness_format_reservations(HarnessReservation *l, size_t n) {
         cr_assert(s, "out of memory");
         if (n > 0)
                 qsort(l, n, sizeof *l, cmp_reservation);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 strappendf(&s, &len,
                            "id=%" PRIu64 " pid=%" PRIu32 " tid=%" PRIu32 " group=%s runtime=%" PRIu64
                            " deadline=%" PRIu64 " period=%" PRIu64 " bw=%" PRIu64 " flags=%" PRIu64
-                           " split_from=%" PRIu64 " uid=%" PRIu32 "\n",
+                           " split_from=%" PRIu64 " uid=%" PRIu32,
                            l[i].id, l[i].pid, l[i].tid, l[i].group, l[i].runtime, l[i].deadline, l[i].period,
                            l[i].bandwidth, l[i].flags, l[i].split_from, l[i].uid);
+                if (l[i].has_donated)
+                        strappendf(&s, &len, " donated=%" PRIu64, l[i].donated);
+                strappendf(&s, &len, " unknown_keys=%u\n", l[i].n_unknown);
+        }
         return s;
 }
 
@@ -1118,14 +1217,21 @@ char *harness_format_groups(HarnessGroup *l, size_t n) {
         cr_assert(s, "out of memory");
         if (n > 0)
                 qsort(l, n, sizeof *l, cmp_group);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 strappendf(&s, &len,
                            "path=%s runtime=%" PRIu64 " period=%" PRIu64 " bw=%" PRIu64 " allocated=%" PRIu64
-                           " reservations=%" PRIu32 " groups=%" PRIu32 " cgroup=%s fork=%s threads=%s users=%s"
-                           " dynamic=%d\n",
+                           " reservations=%" PRIu32 " groups=%" PRIu32 " cgroup=%s fork=%s threads=%s anyone=%d users=[",
                            l[i].path, l[i].runtime, l[i].period, l[i].bandwidth, l[i].allocated,
-                           l[i].reservations, l[i].groups, l[i].cgroup, l[i].fork, l[i].threads, l[i].users,
-                           l[i].dynamic);
+                           l[i].reservations, l[i].groups, l[i].cgroup, l[i].fork, l[i].threads, l[i].anyone);
+                for (char **u = l[i].users; u && *u; u++)
+                        strappendf(&s, &len, "%s%s", u == l[i].users ? "" : ",", *u);
+                strappendf(&s, &len, "] dynamic=%d", l[i].dynamic);
+                if (l[i].has_min_split_runtime)
+                        strappendf(&s, &len, " min_split_runtime=%" PRIu64, l[i].min_split_runtime);
+                if (l[i].has_overridden)
+                        strappendf(&s, &len, " overridden=%d", l[i].overridden);
+                strappendf(&s, &len, " unknown_keys=%u\n", l[i].n_unknown);
+        }
         return s;
 }
 

@@ -98,22 +98,34 @@ typedef struct Harness {
         size_t n_children;
 } Harness;
 
-/* What ListReservations returns, one entry. */
+/* What ListReservations returns, one entry. The last member, an a{sv}, is read key by key: the keys
+ * the harness knows land in their fields (has_* says whether the key was there), the others are
+ * only counted in n_unknown, so that a test can say which keys an entry carried. */
 typedef struct HarnessReservation {
         uint64_t id;
         uint32_t pid, tid;
         char *group;
         uint64_t runtime, deadline, period, bandwidth, flags, split_from;
         uint32_t uid;
+        bool has_donated;
+        uint64_t donated;                 /* "donated" (t) */
+        unsigned n_unknown;
 } HarnessReservation;
 
-/* What ListGroups returns, one entry. */
+/* What ListGroups returns, one entry; its a{sv} read as in HarnessReservation. Who may use the group:
+ * anyone (users empty), nobody but root (!anyone and users empty), or the names in users. */
 typedef struct HarnessGroup {
         char *path;
         uint64_t runtime, period, bandwidth, allocated;
         uint32_t reservations, groups;
-        char *cgroup, *fork, *threads, *users;
+        char *cgroup, *fork, *threads;
+        int anyone;
+        char **users;                     /* NULL-terminated, never NULL */
         int dynamic;
+        bool has_min_split_runtime, has_overridden;
+        uint64_t min_split_runtime;       /* "min_split_runtime" (t) */
+        int overridden;                   /* "overridden" (b) */
+        unsigned n_unknown;
 } HarnessGroup;
 
 /* Read one integer from a file such as /proc/sys/kernel/sched_rt_runtime_us. Returns 0 or a negative
@@ -196,7 +208,7 @@ int harness_call(Harness *h, sd_bus_error *error, sd_bus_message **reply, const 
                  const char *types, ...);
 
 /* Admit(...). On success *ret_id (may be NULL) gets the id. */
-int harness_admit(Harness *h, sd_bus_error *error, uint64_t pid, uint64_t tid, const char *group,
+int harness_admit(Harness *h, sd_bus_error *error, uint32_t pid, uint32_t tid, const char *group,
                   uint64_t runtime, uint64_t deadline, uint64_t period, uint64_t flags, uint64_t *ret_id);
 
 /* ListReservations() / ListGroups(); *ret is an array of *ret_n entries, free with the functions below. */
@@ -204,6 +216,8 @@ int harness_list_reservations(Harness *h, HarnessReservation **ret, size_t *ret_
 int harness_list_groups(Harness *h, HarnessGroup **ret, size_t *ret_n);
 void harness_reservations_free(HarnessReservation *r, size_t n);
 void harness_groups_free(HarnessGroup *g, size_t n);
+/* Free what one entry of harness_list_groups() holds (not the entry) and zero it. */
+void harness_group_entry_done(HarnessGroup *g);
 
 /* The whole of ListReservations / ListGroups as one canonical, sorted text (one line per entry), for
  * before/after comparisons. Newly allocated; asserts the calls succeed. */

@@ -318,7 +318,7 @@ static void proc_free(Proc *p) {
 
 static AgentReply agent_admit(Agent *a, pid_t pid, pid_t tid, const char *group, uint64_t runtime, uint64_t deadline,
                               uint64_t period, uint64_t flags) {
-        return agent_call(a, "Admit", "ttstttt", (uint64_t) pid, (uint64_t) tid, group, runtime, deadline, period,
+        return agent_call(a, "Admit", "uustttt", (uint64_t) pid, (uint64_t) tid, group, runtime, deadline, period,
                           flags);
 }
 
@@ -412,14 +412,14 @@ Test(authz, own_process_within_limits) {
         rep = agent_call(a, "Release", "t", id);
         expect_ok(&rep, "Release(own reservation)");
         harness_assert_other(p->pid);
-        rep = agent_call(a, "ReleaseProcess", "t", (uint64_t) q->pid);
+        rep = agent_call(a, "ReleaseProcess", "u", (uint64_t) q->pid);
         expect_ok(&rep, "ReleaseProcess(own process)");
         cr_assert_eq(rep.value, 1, "ReleaseProcess released %" PRIu64 " reservations, expected 1", rep.value);
         harness_assert_other(q->pid);
 
         rep = agent_admit(a, q->pid, 0, "mine", 200 * US, 0, P100, 0);
         expect_ok(&rep, "Admit(own process, mine: users [nobody])");
-        rep = agent_call(a, "ReleaseThread", "t", (uint64_t) q->pid);
+        rep = agent_call(a, "ReleaseThread", "u", (uint64_t) q->pid);
         expect_ok(&rep, "ReleaseThread(own thread)");
         harness_assert_other(q->pid);
         harness_assert_no_reservations(h, "after nobody released everything");
@@ -487,7 +487,7 @@ Test(authz, groups_users_lists) {
         harness_assert_other(p->pid);
 
         /* Root may use any group, for anyone's thread; the thread is charged to its owner. */
-        r = harness_admit(h, &e, (uint64_t) p->pid, 0, "sealed", 200 * US, 0, P100, 0, &id);
+        r = harness_admit(h, &e, p->pid, 0, "sealed", 200 * US, 0, P100, 0, &id);
         assert_bus_ok(r, &e, "root: Admit(nobody's process, sealed)");
         {
                 HarnessReservation res;
@@ -506,22 +506,30 @@ Test(authz, groups_users_lists) {
         harness_stop(h);
 }
 
-/* ListGroups says "" for anyone and "-" for nobody but root (protocol.h): a group that allows no one
- * must not look like one that allows everyone. */
+/* ListGroups says who may use a group as (b anyone, as users) (protocol.h): a group that allows no
+ * one (anyone false, no users) must not look like one that allows everyone (anyone true), and a list
+ * names its users in the order of the config. */
 Test(authz, list_groups_tells_nobody_from_anyone) {
         Harness *h = start("authz.yaml");
         HarnessGroup *g;
-        const HarnessGroup *sealed, *open;
+        const HarnessGroup *sealed, *open, *closed, *mine;
         size_t n;
 
         cr_assert_eq(harness_list_groups(h, &g, &n), 0);
         sealed = harness_find_group(g, n, "sealed");
         open = harness_find_group(g, n, "open");
-        cr_assert(sealed && open);
-        cr_assert_str_eq(open->users, "", "open (no users:) should list \"\" = anyone");
-        cr_assert_str_eq(sealed->users, "-",
-                         "ListGroups shows users \"%s\" for group sealed (users: []), expected \"-\" (nobody but root, "
-                         "protocol.h): \"\" would mean anyone", sealed->users);
+        closed = harness_find_group(g, n, "closed");
+        mine = harness_find_group(g, n, "mine");
+        cr_assert(sealed && open && closed && mine);
+        cr_assert(open->anyone, "open (no users:) should list anyone = true");
+        cr_assert_null(open->users[0], "open (no users:) lists user %s besides anyone", open->users[0]);
+        cr_assert(!sealed->anyone,
+                  "ListGroups shows anyone = true for group sealed (users: []), expected false (nobody but root)");
+        cr_assert_null(sealed->users[0], "sealed (users: []) lists user %s, expected none", sealed->users[0]);
+        cr_assert(!closed->anyone && closed->users[0] && streq(closed->users[0], "root") && !closed->users[1],
+                  "closed (users: [root]) is not listed as exactly [root]");
+        cr_assert(!mine->anyone && mine->users[0] && streq(mine->users[0], "nobody") && !mine->users[1],
+                  "mine (users: [nobody]) is not listed as exactly [nobody]");
         harness_groups_free(g, n);
         harness_stop(h);
 }
@@ -626,7 +634,7 @@ Test(authz, rate_limit) {
         rep = agent_call(a, "ListReservations", "");
         expect_ok(&rep, "ListReservations over the rate limit");
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
-        r = harness_admit(h, &e, (uint64_t) c->pid, 0, "open", 100 * US, 0, P100, 0, NULL);
+        r = harness_admit(h, &e, c->pid, 0, "open", 100 * US, 0, P100, 0, NULL);
         assert_bus_ok(r, &e, "root: Admit while nobody is rate limited");
 
         harness_books_free(&before);
@@ -710,15 +718,15 @@ Test(authz, roots_reservations_are_not_yours) {
         int r;
 
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
-        r = harness_admit(h, &e, (uint64_t) c->pid, 0, "open", 1 * MS, 0, P100, 0, &id);
+        r = harness_admit(h, &e, c->pid, 0, "open", 1 * MS, 0, P100, 0, &id);
         assert_bus_ok(r, &e, "root: Admit(root's child)");
         before = harness_books_take(h);
 
         rep = agent_call(a, "Release", "t", id);
         expect_error(&rep, "Release(root's reservation)", EDFD_ERROR_PERMISSION_DENIED, NULL);
-        rep = agent_call(a, "ReleaseThread", "t", (uint64_t) c->pid);
+        rep = agent_call(a, "ReleaseThread", "u", (uint64_t) c->pid);
         expect_error(&rep, "ReleaseThread(root's thread)", EDFD_ERROR_PERMISSION_DENIED, NULL);
-        rep = agent_call(a, "ReleaseProcess", "t", (uint64_t) c->pid);
+        rep = agent_call(a, "ReleaseProcess", "u", (uint64_t) c->pid);
         expect_error(&rep, "ReleaseProcess(root's process)", EDFD_ERROR_PERMISSION_DENIED, NULL);
         rep = agent_call(a, "Update", "tttt", id, 100 * US, 0, P100);
         expect_error(&rep, "Update(root's reservation)", EDFD_ERROR_PERMISSION_DENIED, NULL);
@@ -747,7 +755,7 @@ Test(authz, polkit_required_without_polkit) {
         harness_assert_other(p->pid);
         /* Root needs no polkit. */
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
-        r = harness_admit(h, &e, (uint64_t) c->pid, 0, "open", 200 * US, 0, P100, 0, NULL);
+        r = harness_admit(h, &e, c->pid, 0, "open", 200 * US, 0, P100, 0, NULL);
         assert_bus_ok(r, &e, "root: Admit with polkit: required and no polkit");
 
         harness_books_free(&before);
@@ -890,11 +898,11 @@ Test(authz, roots_forks_are_not_limited) {
         pid_t kid;
         int r;
 
-        r = harness_admit(h, &e, (uint64_t) p->pid, 0, "open", 500 * US, 0, P100, 0, NULL);
+        r = harness_admit(h, &e, p->pid, 0, "open", 500 * US, 0, P100, 0, NULL);
         assert_bus_ok(r, &e, "root: Admit(root's forking process)");
         for (size_t i = 0; i < ELEMENTSOF(c); i++) {
                 cr_assert_eq(harness_spawn_child(h, 1, false, &c[i]), 0);
-                r = harness_admit(h, &e, (uint64_t) c[i]->pid, 0, "open", 100 * US, 0, P100, 0, NULL);
+                r = harness_admit(h, &e, c[i]->pid, 0, "open", 100 * US, 0, P100, 0, NULL);
                 assert_bus_ok(r, &e, "root: Admit(more root threads than `default` allows)");
         }
         harness_clear_signals(h);
@@ -1114,7 +1122,7 @@ static void real_polkitd(const char *config) {
         harness_books_free(&before);
         /* Root never asks polkit. */
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
-        r = harness_admit(h, &e, (uint64_t) c->pid, 0, "open", 200 * US, 0, P100, 0, NULL);
+        r = harness_admit(h, &e, c->pid, 0, "open", 200 * US, 0, P100, 0, NULL);
         assert_bus_ok(r, &e, "root: Admit with polkitd running");
         polkitd_stop();
 
@@ -1212,12 +1220,12 @@ Test(authz, a_hung_polkit_blocks_nobody_else) {
 
         fake = hung_polkit_start(h);
         a = agent_start(h);
-        agent_send(a, "Admit", "ttstttt", (uint64_t) p->pid, UINT64_C(0), "open", 200 * US, UINT64_C(0), P100,
+        agent_send(a, "Admit", "uustttt", (uint64_t) p->pid, UINT64_C(0), "open", 200 * US, UINT64_C(0), P100,
                    UINT64_C(0));
         /* While that waits for polkit: */
         sync_daemon(h);
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
-        r = harness_admit(h, &e, (uint64_t) c->pid, 0, "open", 200 * US, 0, P100, 0, NULL);
+        r = harness_admit(h, &e, c->pid, 0, "open", 200 * US, 0, P100, 0, NULL);
         assert_bus_ok(r, &e, "root: Admit while nobody's admission waits for a hung polkit");
         harness_assert_dl(c->pid, 200 * US, P100, P100, 0);
         harness_assert_other(p->pid);
@@ -1284,7 +1292,7 @@ _Noreturn static void flooder(const char *address, pid_t parent, unsigned n_conn
                         sd_bus_message *m = NULL;
                         if (sd_bus_message_new_method_call(buses[i], &m, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE,
                                                            "Admit") < 0 ||
-                            sd_bus_message_append(m, "ttstttt", (uint64_t) getpid(), UINT64_C(0x7ffffff0), "open",
+                            sd_bus_message_append(m, "uustttt", (uint32_t) getpid(), UINT32_C(0x7ffffff0), "open",
                                                   100 * US, UINT64_C(0), P100, UINT64_C(0)) < 0 ||
                             sd_bus_call_async(buses[i], NULL, m, NULL, NULL, 60 * UINT64_C(1000000)) < 0)
                                 _exit(3);
@@ -1346,13 +1354,13 @@ Test(authz, a_burst_waiting_for_polkit_does_not_deny_others) {
                 cr_assert_geq(sd_bus_set_bus_client(bus, 1), 0);
                 cr_assert_geq(sd_bus_start(bus), 0);
                 r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit", &e, &reply,
-                                       "ttstttt", (uint64_t) c->pid, UINT64_C(0), "open", 200 * US, UINT64_C(0), P100,
+                                       "uustttt", (uint32_t) c->pid, UINT32_C(0), "open", 200 * US, UINT64_C(0), P100,
                                        UINT64_C(0));
                 assert_bus_ok(r, &e,
                               "a new root client: Admit while nobody has 256 requests waiting for a hung polkit");
         }
 
-        agent_send(a, "Admit", "ttstttt", (uint64_t) p->pid, UINT64_C(0), "open", 200 * US, UINT64_C(0), P100,
+        agent_send(a, "Admit", "uustttt", (uint64_t) p->pid, UINT64_C(0), "open", 200 * US, UINT64_C(0), P100,
                    UINT64_C(0));
         /* Bounded: a correct edfd never answers here while polkit hangs. */
         pfd = (struct pollfd) { .fd = a->fd, .events = POLLIN };

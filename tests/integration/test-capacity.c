@@ -405,7 +405,7 @@ static void ending_thread_at_look(bool admitted, bool debugfs) {
                 close(fds[0]);
                 if (admitted) {
                         sd_bus_error_free(&e);
-                        r = harness_admit(h, &e, (uint64_t) p, 0, "a", runtime, period, period, 0, &id);
+                        r = harness_admit(h, &e, p, 0, "a", runtime, period, period, 0, &id);
                         assert_bus_ok(r, &e, "Admit(600ms/4s into a)");
                 } else {
                         SchedAttr a = { .sched_policy = SCHED_DEADLINE, .sched_runtime = runtime,
@@ -479,7 +479,7 @@ Test(capacity, recount_once_deadline_threads_have_ended, .timeout = 60) {
         cr_assert_eq(harness_start(&h, config, NULL), 0);
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
         sd_bus_error_free(&e);
-        r = harness_admit(h, &e, (uint64_t) c->pid, 0, "a", 5 * MS, P100, P100, 0, NULL);
+        r = harness_admit(h, &e, c->pid, 0, "a", 5 * MS, P100, P100, 0, NULL);
         assert_bus_ok(r, &e, "Admit(5ms/100ms into a)");
 
         /* Right after a periodic look, so that the next one is 10 s away. */

@@ -698,7 +698,7 @@ static void intent_after_intent(bool update_applied) {
         harness_reservations_free(l, n);
         harness_assert_dl(c->pid, want, P100, P100, 0);
 
-        r = harness_call(h, &e, NULL, "ReleaseThread", "t", (uint64_t) c->pid);
+        r = harness_call(h, &e, NULL, "ReleaseThread", "u", (uint32_t) c->pid);
         assert_bus_ok(r, &e, "ReleaseThread");
         harness_assert_other(c->pid);
         harness_child_kill(c);
@@ -781,7 +781,7 @@ Test(crash, kill9_at_any_moment) {
 
                 /* Admit, killed after 0..198 us: the kills land before, during and after the change. */
                 cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
-                send_async(h, "Admit", "ttstttt", (uint64_t) c->pid, UINT64_C(0), "test/a", 2 * MS, UINT64_C(0),
+                send_async(h, "Admit", "uustttt", (uint32_t) c->pid, UINT32_C(0), "test/a", 2 * MS, UINT64_C(0),
                            P100, UINT64_C(0));
                 harness_usleep(admit_delay);
                 cr_assert_geq(harness_kill_daemon(h, SIGKILL), 0);
@@ -813,7 +813,7 @@ Test(crash, kill9_at_any_moment) {
                 harness_reservations_free(l, n);
 
                 /* Then ReleaseThread, killed after 0..198 us. */
-                send_async(h, "ReleaseThread", "t", (uint64_t) c->pid);
+                send_async(h, "ReleaseThread", "u", (uint32_t) c->pid);
                 harness_usleep(release_delay);
                 cr_assert_geq(harness_kill_daemon(h, SIGKILL), 0);
                 cr_assert_eq(harness_start_daemon(h), 0, "edfd did not restart (round %u)", i);
@@ -824,7 +824,7 @@ Test(crash, kill9_at_any_moment) {
                 harness_reservations_free(l, n);
 
                 /* Leave nothing behind for the next round. */
-                r = harness_call(h, &e, NULL, "ReleaseThread", "t", (uint64_t) c->pid);
+                r = harness_call(h, &e, NULL, "ReleaseThread", "u", (uint32_t) c->pid);
                 if (r < 0)
                         assert_bus_error(r, &e, "ReleaseThread", EDFD_ERROR_NO_SUCH_RESERVATION);
                 harness_assert_other(c->pid);

@@ -235,24 +235,25 @@ Test(daemon, invalid_admits_are_refused_by_name) {
 
         for (size_t i = 0; i < ELEMENTSOF(bad_admits); i++) {
                 const BadAdmit *t = &bad_admits[i];
-                uint64_t pid, tid, period = t->period;
+                uint32_t pid, tid;
+                uint64_t period = t->period;
                 char what[256];
                 int r;
 
-                pid = t->pid == PID_CHILD ? (uint64_t) c->pid
-                      : t->pid == PID_DEAD ? (uint64_t) dead
-                      : t->pid == PID_HUGE ? UINT64_C(1) << 40
+                pid = t->pid == PID_CHILD ? (uint32_t) c->pid
+                      : t->pid == PID_DEAD ? (uint32_t) dead
+                      : t->pid == PID_HUGE ? UINT32_MAX
                                            : 0;
                 tid = t->tid == TID_MAIN ? 0
-                      : t->tid == TID_SECOND ? (uint64_t) c->tids[1]
-                      : t->tid == TID_OTHER_PROCESS ? (uint64_t) other->pid
-                                                    : (uint64_t) dead;
+                      : t->tid == TID_SECOND ? (uint32_t) c->tids[1]
+                      : t->tid == TID_OTHER_PROCESS ? (uint32_t) other->pid
+                                                    : (uint32_t) dead;
                 if (period == PERIOD_MAX_PLUS_1)
                         period = harness_period_max() + 1;
                 else if (period == PERIOD_MIN_MINUS_1)
                         period = harness_period_min() - 1;
 
-                snprintf(what, sizeof what, "Admit with %s (pid %" PRIu64 " tid %" PRIu64 " group \"%s\" %" PRIu64
+                snprintf(what, sizeof what, "Admit with %s (pid %" PRIu32 " tid %" PRIu32 " group \"%s\" %" PRIu64
                          "/%" PRIu64 "/%" PRIu64 " flags 0x%" PRIx64 ")", t->what, pid, tid, t->group, t->runtime,
                          t->deadline, period, t->flags);
                 r = harness_admit(h, &e, pid, tid, t->group, t->runtime, t->deadline, period, t->flags, NULL);
@@ -403,7 +404,7 @@ Test(daemon, release_thread_and_process) {
         }
         harness_clear_signals(h);
 
-        r = harness_call(h, &e, NULL, "ReleaseThread", "t", (uint64_t) c->tids[1]);
+        r = harness_call(h, &e, NULL, "ReleaseThread", "u", (uint32_t) c->tids[1]);
         assert_bus_ok(r, &e, "ReleaseThread(second thread)");
         harness_assert_other(c->tids[1]);
         harness_assert_dl(c->tids[0], 1 * MS, P100, P100, 0);
@@ -414,7 +415,7 @@ Test(daemon, release_thread_and_process) {
         cr_assert_null(harness_find_reservation(l, n, ids[1]));
         harness_reservations_free(l, n);
 
-        r = harness_call(h, &e, NULL, "ReleaseThread", "t", (uint64_t) c->tids[1]);
+        r = harness_call(h, &e, NULL, "ReleaseThread", "u", (uint32_t) c->tids[1]);
         assert_bus_error(r, &e, "ReleaseThread of a thread that holds nothing", EDFD_ERROR_NO_SUCH_RESERVATION);
         r = harness_call(h, &e, NULL, "Release", "t", ids[1]);
         assert_bus_error(r, &e, "Release of a released id", EDFD_ERROR_NO_SUCH_RESERVATION);
@@ -423,7 +424,7 @@ Test(daemon, release_thread_and_process) {
         r = harness_call(h, &e, NULL, "Release", "t", UINT64_C(0));
         assert_bus_error(r, &e, "Release(0)", EDFD_ERROR_NO_SUCH_RESERVATION);
 
-        r = harness_call(h, &e, &reply, "ReleaseProcess", "t", (uint64_t) c->pid);
+        r = harness_call(h, &e, &reply, "ReleaseProcess", "u", (uint32_t) c->pid);
         assert_bus_ok(r, &e, "ReleaseProcess");
         cr_assert_eq(sd_bus_message_read(reply, "u", &released), 1);
         cr_assert_eq(released, 2, "ReleaseProcess released %" PRIu32 ", the process held 2", released);
@@ -434,7 +435,7 @@ Test(daemon, release_thread_and_process) {
         harness_assert_no_reservations(h, "after ReleaseProcess");
 
         reply = sd_bus_message_unref(reply);
-        r = harness_call(h, &e, &reply, "ReleaseProcess", "t", (uint64_t) c->pid);
+        r = harness_call(h, &e, &reply, "ReleaseProcess", "u", (uint32_t) c->pid);
         if (r >= 0) {
                 cr_assert_eq(sd_bus_message_read(reply, "u", &released), 1);
                 cr_assert_eq(released, 0, "ReleaseProcess of a process holding nothing released %" PRIu32, released);
@@ -706,6 +707,132 @@ Test(daemon, bad_reload_keeps_the_old_tree) {
         harness_stop(h);
 }
 
+/* ListGroups' typed fields. Who may use a group is (b anyone, as users): all three meanings, and a
+ * list of 40 names of 60 bytes (2.4 KiB, more than the 1024 bytes the comma-separated string of 0.1
+ * was cut at) comes back whole and in order. The entry's a{sv} carries the effective
+ * min_split_runtime (set, inherited, the top-level default) and overridden: false for every group
+ * of the config, true for a configured group SetGroup resized (through a restart too, until the
+ * next reload gives it the config's size again), never for a dynamic group. */
+#define CROWD_USERS 40
+#define CROWD_NAME_LEN 60
+
+static const HarnessGroup *typed_group(const HarnessGroup *g, size_t n, const char *path, uint64_t min_split,
+                                       int overridden) {
+        const HarnessGroup *x = group_or_fail(g, n, path);
+
+        cr_assert(x->has_min_split_runtime && x->has_overridden,
+                  "%s: the a{sv} lacks %s", path, x->has_min_split_runtime ? "overridden" : "min_split_runtime");
+        cr_assert_eq(x->min_split_runtime, min_split, "%s: min_split_runtime is %" PRIu64 ", expected %" PRIu64, path,
+                     x->min_split_runtime, min_split);
+        cr_assert_eq(!!x->overridden, overridden, "%s: overridden is %d, expected %d", path, x->overridden,
+                     overridden);
+        return x;
+}
+
+Test(daemon, list_groups_typed_fields) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        char names[CROWD_USERS][CROWD_NAME_LEN + 1];
+        char *config = NULL, *list = NULL;
+        size_t list_len = 0;
+        uint64_t a_bandwidth;
+        const HarnessGroup *x;
+        HarnessGroup *g;
+        Harness *h;
+        size_t n;
+        int r;
+
+        for (size_t i = 0; i < CROWD_USERS; i++) {
+                /* Names need not exist: the list is only compared with the caller's name. */
+                int k = snprintf(names[i], sizeof names[i], "crowd-user-%02zu-", i);
+                memset(names[i] + k, 'a' + (char) (i % 26), CROWD_NAME_LEN - (size_t) k);
+                names[i][CROWD_NAME_LEN] = '\0';
+                list_len += strlen(names[i]) + 1;
+        }
+        cr_assert_gt(list_len, 1024 + 1);
+        list = calloc(1, list_len + 1);
+        cr_assert(list);
+        for (size_t i = 0; i < CROWD_USERS; i++) {
+                strcat(list, i ? "," : "");
+                strcat(list, names[i]);
+        }
+        cr_assert_geq(asprintf(&config,
+                               "capacity: auto\n"
+                               "default-group: test/a\n"
+                               "min-split-runtime: 2ms\n"
+                               "groups:\n"
+                               "  test:\n"
+                               "    bandwidth: 30%%\n"
+                               "    min-split-runtime: 3ms\n"
+                               "    groups:\n"
+                               "      a:\n"
+                               "        bandwidth: 10%%\n"
+                               "      crowd:\n"
+                               "        bandwidth: 1%%\n"
+                               "        users: [%s]\n"
+                               "      sealed:\n"
+                               "        bandwidth: 1%%\n"
+                               "        users: []\n"
+                               "  other:\n"
+                               "    bandwidth: 1%%\n",
+                               list),
+                      0);
+        harness_require();
+        r = harness_start(&h, config, NULL);
+        cr_assert_eq(r, 0, "edfd did not start on a config with 40 long user names: %s", strerror(-r));
+
+        cr_assert_eq(harness_list_groups(h, &g, &n), 0);
+        x = typed_group(g, n, "/", 2 * MS, 0);
+        cr_assert(x->anyone && !x->users[0], "the root is not listed as anyone's");
+        x = typed_group(g, n, "test", 3 * MS, 0);
+        cr_assert(x->anyone && !x->users[0], "test (no users:) is not listed as anyone's");
+        a_bandwidth = typed_group(g, n, "test/a", 3 * MS, 0)->bandwidth;
+        typed_group(g, n, "other", 2 * MS, 0);
+        x = typed_group(g, n, "test/sealed", 3 * MS, 0);
+        cr_assert(!x->anyone && !x->users[0], "test/sealed (users: []) is not listed as nobody's but root's");
+        x = typed_group(g, n, "test/crowd", 3 * MS, 0);
+        cr_assert(!x->anyone, "test/crowd (40 users) is listed as anyone's");
+        for (size_t i = 0; i < CROWD_USERS; i++) {
+                cr_assert(x->users[i], "test/crowd lists %zu users, the config %d", i, CROWD_USERS);
+                cr_assert_str_eq(x->users[i], names[i], "test/crowd: user %zu", i);
+        }
+        cr_assert_null(x->users[CROWD_USERS], "test/crowd lists more than the %d users of the config", CROWD_USERS);
+        harness_groups_free(g, n);
+
+        /* SetGroup makes a configured group overridden, not its parent; a dynamic group never is. */
+        r = harness_call(h, &e, NULL, "SetGroup", "stt", "test/a", 8 * MS, P100);
+        assert_bus_ok(r, &e, "SetGroup(test/a, 8ms/100ms)");
+        r = harness_call(h, &e, NULL, "CreateGroup", "stt", "test/dyn", 1 * MS, P100);
+        assert_bus_ok(r, &e, "CreateGroup(test/dyn)");
+        r = harness_call(h, &e, NULL, "SetGroup", "stt", "test/dyn", 2 * MS, P100);
+        assert_bus_ok(r, &e, "SetGroup(test/dyn, 2ms/100ms)");
+        for (unsigned round = 0; round < 3; round++) {
+                static const char *const when[] = { "after SetGroup", "after a restart", "after a Reload" };
+                if (round == 1)
+                        cr_assert_eq(harness_restart_daemon(h, false), 0, "edfd did not restart");
+                else if (round == 2) {
+                        r = harness_call(h, &e, NULL, "Reload", "");
+                        assert_bus_ok(r, &e, "Reload");
+                }
+                cr_assert_eq(harness_list_groups(h, &g, &n), 0);
+                /* A reload gives the configured group the config's size again: no longer overridden. */
+                x = typed_group(g, n, "test/a", 3 * MS, round < 2);
+                if (round < 2)
+                        cr_assert(x->runtime == 8 * MS && x->period == P100, "test/a is %" PRIu64 "/%" PRIu64 " %s",
+                                  x->runtime, x->period, when[round]);
+                else
+                        cr_assert_eq(x->bandwidth, a_bandwidth, "test/a does not have its configured size %s",
+                                     when[round]);
+                typed_group(g, n, "test", 3 * MS, 0);
+                x = typed_group(g, n, "test/dyn", 3 * MS, 0);
+                cr_assert(x->dynamic && x->runtime == 2 * MS, "test/dyn is not the dynamic 2ms/100ms group %s",
+                          when[round]);
+                harness_groups_free(g, n);
+        }
+        free(list);
+        free(config);
+        harness_stop(h);
+}
+
 Test(daemon, properties) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -911,7 +1038,7 @@ static void admit_into_full_pool(Harness *h, const HarnessChild *c, const Harnes
         answers = 0;
         harness_clear_signals(h);
         cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Admit",
-                                               on_answer, admit, "ttstttt", (uint64_t) c->pid, UINT64_C(0), "test/a",
+                                               on_answer, admit, "uustttt", (uint32_t) c->pid, UINT32_C(0), "test/a",
                                                1 * MS, UINT64_C(0), P100, UINT64_C(0)),
                       0);
         cr_assert_geq(sd_bus_call_method_async(h->bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Echo",
@@ -1106,7 +1233,7 @@ _Noreturn static void unprivileged_client(const char *address) {
                 _exit(UNPRIV_OWN_OTHER);
         CALL(UNPRIV_LIST, "ListReservations", "");
 
-        CALL(UNPRIV_ADMIT, "Admit", "ttstttt", UINT64_C(0), UINT64_C(0), "test/a", 1 * MS, UINT64_C(0), P100,
+        CALL(UNPRIV_ADMIT, "Admit", "uustttt", UINT32_C(0), UINT32_C(0), "test/a", 1 * MS, UINT64_C(0), P100,
              UINT64_C(0));
         if (sd_bus_message_read(reply, "t", &id) < 0)
                 _exit(UNPRIV_ADMIT);

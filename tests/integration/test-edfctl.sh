@@ -311,7 +311,19 @@ groups:
       audio:
         bandwidth: 2%
         cgroup: true
+  sealed:
+    bandwidth: 1%
+    users: []
 YAML
+        # 40 user names of 60 bytes (2.4 KiB): ListGroups once cut its user list at 1024 bytes. The
+        # names need not exist; they are only compared with the caller's.
+        crowd=()
+        letters=abcdefghijklmnopqrstuvwxyz
+        for i in $(seq -w 0 39); do
+                crowd+=("crowd-user-$i-$(printf '%046d' 0 | tr 0 "${letters:$((10#$i % 26)):1}")")
+        done
+        printf '  crowd:\n    bandwidth: 1%%\n    users: [%s]\n' "$(IFS=,; echo "${crowd[*]}")" >>"$tmp/edfd.yaml"
+        printf '%s\n' "${crowd[@]}" >"$tmp/crowd.txt"
         mkdir -p "$tmp/state"
         "$edfd" --config "$tmp/edfd.yaml" --state-dir "$tmp/state" --cgroup-root "$cgroot" >"$tmp/edfd.log" 2>&1 &
         edfd_pid=$!
@@ -420,14 +432,18 @@ mine = json.load(open(sys.argv[1]))
 theirs = json.load(open(sys.argv[2]))["data"][0]
 keys = ["id", "pid", "tid", "group", "runtime", "deadline", "period", "bandwidth", "flags", "split_from", "uid"]
 def norm(e):
+    # The entry ends in an a{sv}: busctl shows it as {key: {"type": ..., "data": ...}}.
+    assert len(e) == len(keys) + 1 and isinstance(e[-1], dict), e
     d = dict(zip(keys, e))
     d["bandwidth"] = d["bandwidth"] / 2**20
     d["split_from"] = d["split_from"] or None
+    d["donated"] = e[-1]["donated"]["data"] if "donated" in e[-1] else None
+    assert (d["donated"] is None) == (d["split_from"] is None), e
     return d
 assert len(mine) == len(theirs), (len(mine), len(theirs))
 for m, t in zip(mine, theirs):
     t = norm(t)
-    for k in keys:
+    for k in keys + ["donated"]:
         assert m[k] == t[k], (k, m[k], t[k])
     comm = open("/proc/%d/task/%d/comm" % (t["pid"], t["tid"])).read().strip()
     assert m["comm"] == comm, (m["comm"], comm)
@@ -456,20 +472,39 @@ for k, p in [("seen", "EventsSeen"), ("lost", "EventsLost"), ("resyncs", "Resync
     assert st["events"][k] >= props[p], (k, st["events"][k], props[p])
 mine = {g["path"]: g for g in st["groups"]}
 assert len(mine) == len(groups)
-for path, runtime, period, bw, alloc, nres, ngroups, cgroup, fork, threads, users, dynamic in groups:
+for path, runtime, period, bw, alloc, nres, ngroups, cgroup, fork, threads, anyone, users, dynamic, extra in groups:
     g = mine[path]
     assert (g["runtime"], g["period"]) == (runtime, period), path
     assert g["bandwidth"] == bw / U and g["allocated"] == alloc / U and g["free"] == (bw - alloc) / U, path
     assert (g["reservations"], g["groups"], g["fork"], g["threads"], g["dynamic"]) == \
         (nres, ngroups, fork, threads, dynamic), path
-    # ListGroups: "" anyone (JSON null), "-" nobody but root (JSON []), else the names.
-    want_users = None if users == "" else [] if users == "-" else users.split(",")
+    # ListGroups: anyone (JSON null), nobody but root (anyone false, no users: JSON []), else the names.
+    assert not (anyone and users), path
+    want_users = None if anyone else users
     assert (g["cgroup"] or "") == cgroup and g["users"] == want_users, path
+    # The entry's a{sv}, which edfctl shows as keys of the group.
+    assert extra["min_split_runtime"]["type"] == "t" and extra["overridden"]["type"] == "b", (path, extra)
+    assert g["min_split_runtime"] == extra["min_split_runtime"]["data"], path
+    assert g["overridden"] == extra["overridden"]["data"], path
+    assert g["overridden"] is False, path  # nothing was resized yet
 assert [r["id"] for r in st["reservations"]] == [r[0] for r in res]
+# None is split yet: "donated" is null everywhere, and no entry's a{sv} has it.
+assert all(r["donated"] is None for r in st["reservations"]) and all("donated" not in r[-1] for r in res)
 PY
         then ok "status --json: parsed back, equals ListGroups, ListReservations and the properties"; else not_ok "status --json: parsed back, equals ListGroups, ListReservations and the properties" "$out"; fi
+        if python3 - "$tmp/status.json" "$tmp/crowd.txt" <<'PY'
+import json, sys
+g = {g["path"]: g for g in json.load(open(sys.argv[1]))["groups"]}
+crowd = open(sys.argv[2]).read().split()
+assert len(crowd) == 40 and len(",".join(crowd)) > 1024
+assert g["apps"]["users"] is None and g["/"]["users"] is None
+assert g["sealed"]["users"] == []
+assert g["crowd"]["users"] == crowd, g["crowd"]["users"]
+assert g["/"]["min_split_runtime"] == 500000 and g["apps"]["min_split_runtime"] == 500000
+PY
+        then ok "status --json: users null for anyone, [] for nobody but root, all 40 names (2.4 KiB) uncut"; else not_ok "status --json: users null for anyone, [] for nobody but root, all 40 names (2.4 KiB) uncut" "$out"; fi
 
-        expect "status: exit 0 with reservations" 0 "Reservations: 4 in 4 groups" "" status
+        expect "status: exit 0 with reservations" 0 "Reservations: 4 in 6 groups" "" status
         s=$out
         printf '%s\n' "$s" >"$tmp/status.txt"
         if python3 - "$id" "$id2" "$tmp/status.txt" <<'PY'
@@ -554,8 +589,25 @@ sys.exit(0 if any(g[0]=="media/video" and (g[1],g[2])==(1500000,100000000) for g
         expect "group remove: exit 0" 0 "" "" group remove media/video
         expect_unchanged "group remove of a missing group: exit 1" 1 "^edfctl: no such group: " group remove media/video
 
+        # A configured group resized at run time is "overridden" (ListGroups' a{sv}, status --json)
+        # until the next reload gives it the config's size again.
+        overridden() { # overridden PATH...: exactly these groups are overridden, in both views
+                bcall --json=short call "$N" "$P" "$I" ListGroups >"$tmp/groups.json" &&
+                        "$edfctl" status --json >"$tmp/status.json" &&
+                        python3 - "$tmp/groups.json" "$tmp/status.json" "$@" <<'PY'
+import json, sys
+bus = {e[0]: e[-1]["overridden"]["data"] for e in json.load(open(sys.argv[1]))["data"][0]}
+st = {g["path"]: g["overridden"] for g in json.load(open(sys.argv[2]))["groups"]}
+want = {p: p in sys.argv[3:] for p in bus}
+assert bus == want and st == want, (bus, st, want)
+PY
+        }
+        expect "group set of a configured group: exit 0" 0 "" "" group set media/audio --bandwidth 2.5%
+        if overridden media/audio; then ok "group set: the configured group is overridden, no other"; else not_ok "group set: the configured group is overridden, no other" "$(cat "$tmp/groups.json")"; fi
+
         # reload
         expect "reload: exit 0" 0 "" "" reload
+        if overridden; then ok "reload: no group is overridden any more"; else not_ok "reload: no group is overridden any more" "$(cat "$tmp/groups.json")"; fi
         cp "$tmp/edfd.yaml" "$tmp/edfd.yaml.good"
         printf 'groups:\n  apps:\n    bandwidth: lots\n' >"$tmp/edfd.yaml"
         expect_unchanged "reload of a broken file: exit 1" 1 "^edfctl: invalid configuration: " reload
@@ -586,6 +638,29 @@ sys.exit(0 if any(g[0]=="media/video" and (g[1],g[2])==(1500000,100000000) for g
                 ok "list --json: a forked child shows split_from"
         else
                 not_ok "list --json: a forked child shows split_from" "$out"
+        fi
+        # What the donor gave the child (half of 2ms): in ListReservations' a{sv}, as "donated" in
+        # status --json; a reservation that is no split child has neither.
+        bcall --json=short call "$N" "$P" "$I" ListReservations >"$tmp/res.json"
+        "$edfctl" status --json >"$tmp/status.json"
+        if python3 - "$tmp/res.json" "$tmp/status.json" <<'PY'
+import json, sys
+bus = {e[0]: (e[9], e[-1]) for e in json.load(open(sys.argv[1]))["data"][0]}
+st = {r["id"]: r for r in json.load(open(sys.argv[2]))["reservations"]}
+assert bus.keys() == st.keys(), (bus, st)
+children = [i for i, (split_from, _) in bus.items() if split_from]
+assert len(children) == 1, bus
+for i, (split_from, extra) in bus.items():
+    if split_from:
+        assert extra == {"donated": {"type": "t", "data": 1000000}}, extra
+        assert st[i]["donated"] == 1000000 and st[i]["split_from"] == split_from, st[i]
+    else:
+        assert "donated" not in extra and st[i]["donated"] is None, (extra, st[i])
+PY
+        then
+                ok "a split child: \"donated\" in ListReservations' a{sv} and in status --json, on no other"
+        else
+                not_ok "a split child: \"donated\" in ListReservations' a{sv} and in status --json, on no other" "$(cat "$tmp/res.json")" "$(cat "$tmp/status.json")"
         fi
         run status
         if grep -Eq "^    #[0-9]+ +pid [0-9]+ +tid [0-9]+ +sleep +1ms/100ms/100ms +1% +split from #[0-9]+$" <<<"$out"; then

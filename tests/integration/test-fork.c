@@ -285,6 +285,8 @@ typedef struct Res {
         uint64_t id, runtime, deadline, period, bandwidth, flags, split_from;
         uint32_t pid, tid, uid;
         char group[64];
+        bool has_donated;  /* the entry's a{sv} carries "donated" */
+        uint64_t donated;
 } Res;
 
 #define RES_MAX 64
@@ -301,7 +303,8 @@ static size_t res_list(Harness *h, Res *out) {
         for (size_t i = 0; i < n; i++) {
                 out[i] = (Res) { .id = l[i].id, .runtime = l[i].runtime, .deadline = l[i].deadline,
                                  .period = l[i].period, .bandwidth = l[i].bandwidth, .flags = l[i].flags,
-                                 .split_from = l[i].split_from, .pid = l[i].pid, .tid = l[i].tid, .uid = l[i].uid };
+                                 .split_from = l[i].split_from, .pid = l[i].pid, .tid = l[i].tid, .uid = l[i].uid,
+                                 .has_donated = l[i].has_donated, .donated = l[i].donated };
                 snprintf(out[i].group, sizeof out[i].group, "%s", l[i].group);
         }
         harness_reservations_free(l, n);
@@ -369,11 +372,7 @@ static char *groups_text(Harness *h) {
         cr_assert_eq(r, 0, "ListGroups: %s", strerror(-r));
         for (size_t i = 0; i < n; i++) {
                 if (streq(g[i].path, "/")) {
-                        free(g[i].path);
-                        free(g[i].cgroup);
-                        free(g[i].fork);
-                        free(g[i].threads);
-                        free(g[i].users);
+                        harness_group_entry_done(&g[i]);
                         continue;
                 }
                 g[k++] = g[i];
@@ -400,6 +399,16 @@ static void assert_res(const Res *x, uint32_t pid, uint32_t tid, const char *gro
                      PRIu64, what, x->id, x->split_from, split_from);
         cr_assert_eq(x->uid, 0, "%s: reservation %" PRIu64 " is owned by uid %" PRIu32 ", not root", what, x->id,
                      x->uid);
+        /* The entry's a{sv} says what the donor gave a split child, and carries nothing for others. */
+        cr_assert_eq(x->has_donated, split_from != 0, "%s: reservation %" PRIu64 " (split_from %" PRIu64 ") %s "
+                     "\"donated\" in its a{sv}", what, x->id, split_from, x->has_donated ? "carries" : "lacks");
+}
+
+/* A split child's "donated", from its entry's a{sv}: what its donor gave it at the split. */
+static void assert_donated(const Res *x, uint64_t donated, const char *what) {
+        cr_assert(x->has_donated, "%s: reservation %" PRIu64 " has no \"donated\" in its a{sv}", what, x->id);
+        cr_assert_eq(x->donated, donated, "%s: reservation %" PRIu64 " lists donated %" PRIu64 ", expected %" PRIu64,
+                     what, x->id, x->donated, donated);
 }
 
 /* ---- forkers ---- */
@@ -840,7 +849,7 @@ static uint64_t admit_flags(Harness *h, pid_t pid, pid_t tid, const char *group,
         uint64_t id = 0;
         int r;
 
-        r = harness_admit(h, &e, (uint64_t) pid, (uint64_t) tid, group, runtime, deadline, period, flags, &id);
+        r = harness_admit(h, &e, pid, tid, group, runtime, deadline, period, flags, &id);
         assert_bus_ok(r, &e, what);
         expect_sig(h, want("ReservationAdded", id, "requested"), what);
         return id;
@@ -1034,6 +1043,7 @@ static void run_cycle(Harness *h, const Row *row, const char *name) {
 
                 k = res_get(h, id_k, name);
                 assert_res(&k, (uint32_t) cpid, (uint32_t) ctid, row->group, half, dl, per, id_p, name);
+                assert_donated(&k, half, name);
                 p = res_get(h, id_p, name);
                 assert_res(&p, (uint32_t) f.pid, (uint32_t) f.pid, row->group, kept, dl, per, 0, name);
 
@@ -1916,6 +1926,9 @@ Test(fork, split_chain) {
         harness_assert_dl(e, 2 * MS, 50 * MS, P100, 0);
         x = res_get(h, id_e, "grandchild");
         assert_res(&x, (uint32_t) e, (uint32_t) e, "split", 2 * MS, 50 * MS, P100, id_c, "grandchild");
+        assert_donated(&x, 2 * MS, "grandchild: half of what the child had");
+        x = res_get(h, id_c, "child");
+        assert_donated(&x, 4 * MS, "child: what it was given, not what it kept after its own split");
 
         cr_assert_eq(kill(e, SIGTERM), 0);
         expect_sig(h, want("ReservationRemoved", id_e, "exited"), "grandchild ends");
@@ -1956,6 +1969,7 @@ Test(fork, restart_keeps_splits) {
         cr_assert_eq(r, 0, "restarting edfd: %s", strerror(-r));
         x = res_get(h, id_k, "after the restart");
         assert_res(&x, (uint32_t) c, (uint32_t) c, "split", 5 * MS, 50 * MS, P100, id_p, "the child after the restart");
+        assert_donated(&x, 5 * MS, "the child after the restart");
         x = res_get(h, id_p, "after the restart");
         assert_res(&x, (uint32_t) f.pid, (uint32_t) f.pid, "split", 5 * MS, 50 * MS, P100, 0,
                    "the parent after the restart");
@@ -1963,6 +1977,7 @@ Test(fork, restart_keeps_splits) {
         assert_bus_ok(r, &e, "Reload");
         x = res_get(h, id_k, "after the reload");
         assert_res(&x, (uint32_t) c, (uint32_t) c, "split", 5 * MS, 50 * MS, P100, id_p, "the child after the reload");
+        assert_donated(&x, 5 * MS, "the child after the reload");
 
         forker_end_child(&f, c);
         expect_sig(h, want("ReservationRemoved", id_k, "exited"), "the child ends after the restart");

@@ -227,7 +227,7 @@ enum {
 
 typedef struct AdmitCase {
         const char *what;
-        int64_t pid, tid;  /* >= 0 literal (UINT64_MAX as -100), < 0 a V_ value */
+        int64_t pid, tid;  /* >= 0 literal (UINT32_MAX as -100), < 0 a V_ value */
         const char *group;
         uint64_t runtime, deadline, period, flags;
         const char *error, *alt;
@@ -236,31 +236,33 @@ typedef struct AdmitCase {
 #define BIG (-100)
 #define BIG1 (-101) /* INT32_MAX + 1 */
 
-static uint64_t resolve(int64_t v, const HarnessChild *c, const HarnessChild *o, pid_t nobody) {
+/* pids and tids are u on the bus: UINT32_MAX is the largest a caller can send (and -1 as an int32),
+ * INT32_MAX + 1 the smallest that no pid_t can be. */
+static uint32_t resolve(int64_t v, const HarnessChild *c, const HarnessChild *o, pid_t nobody) {
         switch (v) {
         case V_CHILD:
-                return (uint64_t) c->pid;
+                return (uint32_t) c->pid;
         case V_THREAD2:
-                return (uint64_t) c->tids[1];
+                return (uint32_t) c->tids[1];
         case V_OTHER:
-                return (uint64_t) o->pid;
+                return (uint32_t) o->pid;
         case V_DEAD:
-                return (uint64_t) harness_dead_pid();
+                return (uint32_t) harness_dead_pid();
         case V_NOBODY:
-                return (uint64_t) nobody;
+                return (uint32_t) nobody;
         case BIG:
-                return UINT64_MAX;
+                return UINT32_MAX;
         case BIG1:
-                return (uint64_t) INT32_MAX + 1;
+                return (uint32_t) INT32_MAX + 1;
         default:
-                return (uint64_t) v;
+                return (uint32_t) v;
         }
 }
 
 static const AdmitCase admit_cases[] = {
-        { "pid UINT64_MAX", BIG, 0, "test/a", MS, 0, P100, 0, E_NO_THREAD, NULL },
+        { "pid UINT32_MAX", BIG, 0, "test/a", MS, 0, P100, 0, E_NO_THREAD, NULL },
         { "pid INT32_MAX+1", BIG1, 0, "test/a", MS, 0, P100, 0, E_NO_THREAD, NULL },
-        { "tid UINT64_MAX", V_CHILD, BIG, "test/a", MS, 0, P100, 0, E_NO_THREAD, NULL },
+        { "tid UINT32_MAX", V_CHILD, BIG, "test/a", MS, 0, P100, 0, E_NO_THREAD, NULL },
         { "tid INT32_MAX+1", V_CHILD, BIG1, "test/a", MS, 0, P100, 0, E_NO_THREAD, NULL },
         { "pid of no process", V_DEAD, 0, "test/a", MS, 0, P100, 0, E_NO_THREAD, NULL },
         { "tid of no thread", V_CHILD, V_DEAD, "test/a", MS, 0, P100, 0, E_NO_THREAD, NULL },
@@ -312,8 +314,8 @@ static void run_admit_cases(Harness *h, Agent *a, const HarnessChild *c, const H
                 const AdmitCase *k = &admit_cases[i];
                 bool as_nobody = a != NULL;
                 /* As nobody, the process is its own (V_CHILD means the nobody process there). */
-                uint64_t pid = resolve(k->pid == V_CHILD && as_nobody ? V_NOBODY : k->pid, c, o, nobody);
-                uint64_t tid = resolve(k->tid, c, o, nobody);
+                uint32_t pid = resolve(k->pid == V_CHILD && as_nobody ? V_NOBODY : k->pid, c, o, nobody);
+                uint32_t tid = resolve(k->tid, c, o, nobody);
                 const char *error = k->error, *alt = k->alt;
                 HarnessBooks before = harness_books_take(h);
                 char what[256];
@@ -331,7 +333,7 @@ static void run_admit_cases(Harness *h, Agent *a, const HarnessChild *c, const H
                 }
                 snprintf(what, sizeof what, "%s: Admit(%s)", as_nobody ? "nobody" : "root", k->what);
                 if (as_nobody) {
-                        AgentReply rep = agent_call(a, "Admit", "ttstttt", pid, tid, k->group, k->runtime, k->deadline,
+                        AgentReply rep = agent_call(a, "Admit", "uustttt", (uint64_t) pid, (uint64_t) tid, k->group, k->runtime, k->deadline,
                                                     k->period, k->flags);
                         cr_assert(rep.r < 0, "%s: succeeded (id %" PRIu64 "), expected %s", what, rep.value, error);
                         cr_assert(streq(rep.name, error) || (alt && streq(rep.name, alt)),
@@ -397,6 +399,10 @@ typedef struct Call {
 static int call_case(Harness *h, sd_bus_error *e, const Call *k) {
         if (streq(k->types, "t"))
                 return harness_call(h, e, NULL, k->member, "t", k->a);
+        if (streq(k->types, "u")) {
+                cr_assert_leq(k->a, UINT32_MAX, "bad case %s: %" PRIu64 " does not fit in a u", k->what, k->a);
+                return harness_call(h, e, NULL, k->member, "u", (uint32_t) k->a);
+        }
         if (streq(k->types, "tttt"))
                 return harness_call(h, e, NULL, k->member, "tttt", k->a, k->b, k->c, k->d);
         if (streq(k->types, "stt"))
@@ -418,7 +424,7 @@ Test(hostile, other_methods) {
 
         make_long_strings();
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
-        r = harness_admit(h, &e, (uint64_t) c->pid, 0, "test/a", MS, 0, P100, 0, &id);
+        r = harness_admit(h, &e, c->pid, 0, "test/a", MS, 0, P100, 0, &id);
         assert_bus_ok(r, &e, "Admit(child, test/a, 1ms/100ms)");
         r = harness_call(h, &e, NULL, "CreateGroup", "stt", "test/dyn", MS, P100);
         assert_bus_ok(r, &e, "CreateGroup(test/dyn)");
@@ -438,17 +444,21 @@ Test(hostile, other_methods) {
                 { "Release(0)", "Release", "t", 0, 0, 0, 0, NULL, E_NO_RES, NULL },
                 { "Release(UINT64_MAX)", "Release", "t", UINT64_MAX, 0, 0, 0, NULL, E_NO_RES, NULL },
                 { "Release(id + 1)", "Release", "t", id + 1, 0, 0, 0, NULL, E_NO_RES, NULL },
-                { "ReleaseThread(0)", "ReleaseThread", "t", 0, 0, 0, 0, NULL, E_NO_RES, NULL },
-                { "ReleaseThread(1)", "ReleaseThread", "t", 1, 0, 0, 0, NULL, E_NO_RES, NULL },
-                { "ReleaseThread(2)", "ReleaseThread", "t", 2, 0, 0, 0, NULL, E_NO_RES, NULL },
-                { "ReleaseThread(UINT64_MAX)", "ReleaseThread", "t", UINT64_MAX, 0, 0, 0, NULL, E_NO_RES, NULL },
-                { "ReleaseThread(INT32_MAX+1)", "ReleaseThread", "t", (uint64_t) INT32_MAX + 1, 0, 0, 0, NULL, E_NO_RES, NULL },
-                { "ReleaseThread(2^32 + child)", "ReleaseThread", "t", (UINT64_C(1) << 32) + (uint64_t) c->pid, 0, 0, 0,
+                /* A u holds up to UINT32_MAX (-1 as an int32); 2^32 - child is -child as an int32 (a
+                 * process group to kill(2)): none of them may reach the child's reservation. */
+                { "ReleaseThread(0)", "ReleaseThread", "u", 0, 0, 0, 0, NULL, E_NO_RES, NULL },
+                { "ReleaseThread(1)", "ReleaseThread", "u", 1, 0, 0, 0, NULL, E_NO_RES, NULL },
+                { "ReleaseThread(2)", "ReleaseThread", "u", 2, 0, 0, 0, NULL, E_NO_RES, NULL },
+                { "ReleaseThread(UINT32_MAX)", "ReleaseThread", "u", UINT32_MAX, 0, 0, 0, NULL, E_NO_RES, NULL },
+                { "ReleaseThread(INT32_MAX+1)", "ReleaseThread", "u", (uint64_t) INT32_MAX + 1, 0, 0, 0, NULL, E_NO_RES, NULL },
+                { "ReleaseThread(2^32 - child)", "ReleaseThread", "u", (UINT64_C(1) << 32) - (uint64_t) c->pid, 0, 0, 0,
                   NULL, E_NO_RES, NULL },
-                { "ReleaseProcess(0)", "ReleaseProcess", "t", 0, 0, 0, 0, NULL, E_NO_RES, NULL },
-                { "ReleaseProcess(1)", "ReleaseProcess", "t", 1, 0, 0, 0, NULL, E_NO_RES, NULL },
-                { "ReleaseProcess(UINT64_MAX)", "ReleaseProcess", "t", UINT64_MAX, 0, 0, 0, NULL, E_NO_RES, NULL },
-                { "ReleaseProcess(2^32 + child)", "ReleaseProcess", "t", (UINT64_C(1) << 32) + (uint64_t) c->pid, 0, 0,
+                { "ReleaseProcess(0)", "ReleaseProcess", "u", 0, 0, 0, 0, NULL, E_NO_RES, NULL },
+                { "ReleaseProcess(1)", "ReleaseProcess", "u", 1, 0, 0, 0, NULL, E_NO_RES, NULL },
+                { "ReleaseProcess(UINT32_MAX)", "ReleaseProcess", "u", UINT32_MAX, 0, 0, 0, NULL, E_NO_RES, NULL },
+                { "ReleaseProcess(INT32_MAX+1)", "ReleaseProcess", "u", (uint64_t) INT32_MAX + 1, 0, 0, 0, NULL, E_NO_RES,
+                  NULL },
+                { "ReleaseProcess(2^32 - child)", "ReleaseProcess", "u", (UINT64_C(1) << 32) - (uint64_t) c->pid, 0, 0,
                   0, NULL, E_NO_RES, NULL },
                 { "CreateGroup(\"\")", "CreateGroup", "stt", MS, P100, 0, 0, "", E_INVALID, NULL },
                 { "CreateGroup(/)", "CreateGroup", "stt", MS, P100, 0, 0, "/", E_INVALID, NULL },
@@ -543,9 +553,12 @@ Test(hostile, wrong_signatures) {
                                                "ListReservations", "ListGroups", "CreateGroup", "SetGroup",
                                                "RemoveGroup", "Reload", "Echo" };
         /* Each is wrong for every method above but the one whose signature it happens to be. */
-        static const char *const sigs[] = { "", "t", "s", "tttt", "stt", "ttsttt", "ttstttt", "ttsttttt", "u", "i",
-                                            "b", "ss", "tts", "sss", "d", "h", "y" };
-        static const char *const real[] = { "ttstttt", "tttt", "t", "t", "t", "", "", "stt", "stt", "s", "", "t" };
+        /* "ttstttt" and "t" are Admit's and ReleaseThread's and ReleaseProcess's signatures before 0.2:
+         * a client still sending them is refused, never misread. */
+        static const char *const sigs[] = { "", "t", "s", "tttt", "stt", "ttsttt", "ttstttt", "ttsttttt", "uustttt",
+                                            "uusttt", "uusttttt", "uu", "u", "i", "b", "ss", "tts", "sss", "d", "h",
+                                            "y" };
+        static const char *const real[] = { "uustttt", "tttt", "t", "u", "u", "", "", "stt", "stt", "s", "", "t" };
         uint64_t t = 1;
         uint32_t u = 1;
         int32_t i32 = -1;
@@ -634,6 +647,38 @@ Test(hostile, wrong_signatures) {
         harness_stop(h);
 }
 
+/* The signatures before 0.2 (pids and tids as t) with values that would be right: edfd refuses them
+ * with InvalidArgs rather than reading 64 bits as two u, and nothing changes in the kernel or the
+ * books. */
+Test(hostile, old_signatures_refused) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        HarnessBooks before;
+        HarnessChild *c, *d;
+        uint64_t id;
+        int r;
+
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        cr_assert_eq(harness_spawn_child(h, 1, false, &d), 0);
+        r = harness_admit(h, &e, d->pid, 0, "test/a", MS, 0, P100, 0, &id);
+        assert_bus_ok(r, &e, "Admit(uustttt)");
+        before = harness_books_take(h);
+
+        r = harness_call(h, &e, NULL, "Admit", "ttstttt", (uint64_t) c->pid, UINT64_C(0), "test/a", MS, UINT64_C(0),
+                         P100, UINT64_C(0));
+        harness_assert_error_(r, &e, "Admit(ttstttt) of a live child", E_ARGS, NULL);
+        harness_assert_other(c->pid);
+        r = harness_call(h, &e, NULL, "ReleaseThread", "t", (uint64_t) d->pid);
+        harness_assert_error_(r, &e, "ReleaseThread(t) of an admitted thread", E_ARGS, NULL);
+        r = harness_call(h, &e, NULL, "ReleaseProcess", "t", (uint64_t) d->pid);
+        harness_assert_error_(r, &e, "ReleaseProcess(t) of an admitted process", E_ARGS, NULL);
+        harness_assert_dl(d->pid, MS, P100, P100, 0);
+        harness_books_assert_same(h, &before, "calls with the old signatures");
+        harness_books_free(&before);
+        assert_answers(h, "calls with the old signatures");
+        harness_stop(h);
+}
+
 /* ---- kernel threads and pid 1 ---- */
 
 Test(hostile, kernel_threads_and_pid1_unprivileged) {
@@ -647,14 +692,14 @@ Test(hostile, kernel_threads_and_pid1_unprivileged) {
                 AgentReply rep;
                 if (pids[i] == 0)
                         continue;
-                rep = agent_call(a, "Admit", "ttstttt", pids[i], UINT64_C(0), "test/a", MS, UINT64_C(0), P100, UINT64_C(0));
+                rep = agent_call(a, "Admit", "uustttt", pids[i], UINT64_C(0), "test/a", MS, UINT64_C(0), P100, UINT64_C(0));
                 if (rep.r >= 0)
                         release_if_admitted(h, pids[i]);
                 cr_assert(rep.r < 0, "nobody: Admit(%" PRIu64 ") succeeded: edfd gave deadline bandwidth to %s",
                           pids[i], pids[i] == 1 ? "pid 1" : "a kernel thread");
                 cr_assert(streq(rep.name, E_DENIED) || streq(rep.name, E_NO_THREAD) || streq(rep.name, E_INVALID),
                           "nobody: Admit(%" PRIu64 "): %s: %s", pids[i], rep.name, rep.message);
-                rep = agent_call(a, "Admit", "ttstttt", UINT64_C(0), pids[i], "test/a", MS, UINT64_C(0), P100, UINT64_C(0));
+                rep = agent_call(a, "Admit", "uustttt", UINT64_C(0), pids[i], "test/a", MS, UINT64_C(0), P100, UINT64_C(0));
                 cr_assert(rep.r < 0, "nobody: Admit(pid 0 = itself, tid %" PRIu64 ") succeeded", pids[i]);
         }
         harness_books_assert_same(h, &before, "nobody's admissions of pid 1 and kernel threads");
@@ -675,7 +720,7 @@ Test(hostile, kernel_threads_as_root) {
                 cr_skip_test("no idle kernel thread (kworker/R-*) allowed on every CPU to try");
         /* An idle workqueue rescuer first: if edfd takes it, it is released at once, and kthreadd
          * itself (which creates every kernel thread) is not tried. */
-        r = harness_admit(h, &e, (uint64_t) kt, 0, "test/a", 100 * US, 0, P100, 0, &id);
+        r = harness_admit(h, &e, kt, 0, "test/a", 100 * US, 0, P100, 0, &id);
         if (r >= 0) {
                 release_if_admitted(h, (uint64_t) kt);
                 cr_assert_fail("root: Admit(kernel thread %d) SUCCEEDED (id %" PRIu64 "): edfd made a kernel thread "
@@ -844,8 +889,8 @@ Test(hostile, pid_exits_during_the_call) {
                 cr_assert_eq(harness_spawn_child(NULL, 1 + i % 2, false, &c), 0);
                 cr_assert_geq(sd_bus_message_new_method_call(h->bus, &m, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE,
                                                              "Admit"), 0);
-                cr_assert_geq(sd_bus_message_append(m, "ttstttt", (uint64_t) c->pid,
-                                                    (uint64_t) c->tids[c->n_threads - 1], "test/a", 500 * US,
+                cr_assert_geq(sd_bus_message_append(m, "uustttt", (uint32_t) c->pid,
+                                                    (uint32_t) c->tids[c->n_threads - 1], "test/a", 500 * US,
                                                     UINT64_C(0), P100, UINT64_C(0)), 0);
                 /* Killed just before the call is sent, just after, or a little after (up to 400 us);
                  * and reaped at once (so that the pid is free again) on every other round. */
@@ -952,30 +997,31 @@ static void fuzz_count(Fuzz *f, const char *name) {
 
 /* A pid (or tid) for a call by root (only the test's own root children, never pid 1 or a kernel
  * thread: root may do everything) or by nobody (anything, everything foreign must be refused). */
-static uint64_t fuzz_pid(Fuzz *f, bool root) {
+static uint32_t fuzz_pid(Fuzz *f, bool root) {
         HarnessChild *c = PICK(f->root_kids);
 
         switch (pick(root ? 5 : 12)) {
         case 0:
         case 1:
-                return (uint64_t) c->pid;
+                return (uint32_t) c->pid;
         case 2:
-                return (uint64_t) c->tids[pick(c->n_threads)];
+                return (uint32_t) c->tids[pick(c->n_threads)];
         case 3:
-                return (uint64_t) f->dead;
+                return (uint32_t) f->dead;
         case 4:
-                return PICK(((uint64_t[]) { (uint64_t) INT32_MAX, (uint64_t) INT32_MAX + 1, UINT32_MAX, UINT64_MAX }));
+                return PICK(((uint32_t[]) { (uint32_t) INT32_MAX, (uint32_t) INT32_MAX + 1, UINT32_MAX - 1,
+                                            UINT32_MAX }));
         case 5:
         case 6:
         case 7:
         case 8:
-                return (uint64_t) PICK(f->nobody_kids);
+                return (uint32_t) PICK(f->nobody_kids);
         case 9:
                 return 1;
         case 10:
                 return 2;
         default:
-                return f->kthread > 0 ? (uint64_t) f->kthread : 2;
+                return f->kthread > 0 ? (uint32_t) f->kthread : 2;
         }
 }
 
@@ -1019,7 +1065,7 @@ static bool fuzz_name_ok(const char *name) {
 static void fuzz_one(Fuzz *f) {
         bool root = pick(100) < 55;
         /* Root does not pass pid 0 with tid 0 (that is the test itself), nor does nobody (the agent). */
-        uint64_t pid = fuzz_pid(f, root), tid = pick(3) == 0 ? 0 : fuzz_pid(f, root);
+        uint32_t pid = fuzz_pid(f, root), tid = pick(3) == 0 ? 0 : fuzz_pid(f, root);
         const char *member;
         char types[16] = "";
         uint64_t num[7] = {};
@@ -1037,7 +1083,7 @@ static void fuzz_one(Fuzz *f) {
 
         if (m < 32) {
                 member = "Admit";
-                strcpy(types, "ttstttt");
+                strcpy(types, "uustttt");
                 num[0] = pid;
                 num[1] = tid;
                 s = !root && pick(12) == 0 ? "/" : PICK(admit_groups);
@@ -1074,11 +1120,11 @@ static void fuzz_one(Fuzz *f) {
                 num[0] = fuzz_id(f);
         } else if (m < 58) {
                 member = "ReleaseThread";
-                strcpy(types, "t");
+                strcpy(types, "u");
                 num[0] = fuzz_pid(f, root);
         } else if (m < 62) {
                 member = "ReleaseProcess";
-                strcpy(types, "t");
+                strcpy(types, "u");
                 num[0] = fuzz_pid(f, root);
         } else if (m < 72) {
                 member = "CreateGroup";
@@ -1122,8 +1168,14 @@ static void fuzz_one(Fuzz *f) {
                 r = sd_bus_message_new_method_call(f->h->bus, &msg, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE,
                                                    member);
                 for (const char *t = types; r >= 0 && *t; t++)
-                        r = *t == 's' ? sd_bus_message_append_basic(msg, 's', s)
-                                      : sd_bus_message_append_basic(msg, 't', &num[k++]);
+                        if (*t == 's')
+                                r = sd_bus_message_append_basic(msg, 's', s);
+                        else if (*t == 'u') {
+                                /* Only pids and tids are u, and fuzz_pid() gives 32 bits. */
+                                uint32_t u = (uint32_t) num[k++];
+                                r = sd_bus_message_append_basic(msg, 'u', &u);
+                        } else
+                                r = sd_bus_message_append_basic(msg, 't', &num[k++]);
                 cr_assert_geq(r, 0, "building %s: %s", member, strerror(-r));
                 r = sd_bus_call(f->h->bus, msg, 10 * UINT64_C(1000000), &e, &reply);
                 if (e.name)
@@ -1135,7 +1187,7 @@ static void fuzz_one(Fuzz *f) {
                 f->root_calls++;
         } else {
                 AgentReply rep;
-                if (streq(types, "ttstttt"))
+                if (streq(types, "uustttt"))
                         rep = agent_call(f->a, member, types, num[0], num[1], s, num[2], num[3], num[4], num[5]);
                 else if (streq(types, "tttt"))
                         rep = agent_call(f->a, member, types, num[0], num[1], num[2], num[3]);
@@ -1143,7 +1195,7 @@ static void fuzz_one(Fuzz *f) {
                         rep = agent_call(f->a, member, types, s, num[0], num[1]);
                 else if (streq(types, "s"))
                         rep = agent_call(f->a, member, types, s);
-                else if (streq(types, "t"))
+                else if (streq(types, "t") || streq(types, "u"))
                         rep = agent_call(f->a, member, types, num[0]);
                 else
                         rep = agent_call(f->a, member, "");
@@ -1161,10 +1213,10 @@ static void fuzz_one(Fuzz *f) {
                         fuzz_remember(f, value, !root);
                         if (!root)
                                 /* nobody's admission must be of its own process */
-                                cr_assert(pid == 0 || pid == (uint64_t) f->nobody_kids[0] ||
-                                                  pid == (uint64_t) f->nobody_kids[1] ||
-                                                  pid == (uint64_t) f->nobody_kids[2],
-                                          "nobody: Admit(pid %" PRIu64 ", tid %" PRIu64 ", %s) SUCCEEDED for a process "
+                                cr_assert(pid == 0 || pid == (uint32_t) f->nobody_kids[0] ||
+                                                  pid == (uint32_t) f->nobody_kids[1] ||
+                                                  pid == (uint32_t) f->nobody_kids[2],
+                                          "nobody: Admit(pid %" PRIu32 ", tid %" PRIu32 ", %s) SUCCEEDED for a process "
                                           "that is not its own",
                                           pid, tid, s);
                 }
@@ -1337,12 +1389,12 @@ Test(hostile, randomized, .timeout = 300) {
         /* Give everything back; the books and the kernel must end empty. */
         for (size_t k = 0; k < ELEMENTSOF(f->root_kids); k++) {
                 _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-                r = harness_call(h, &e, NULL, "ReleaseProcess", "t", (uint64_t) f->root_kids[k]->pid);
+                r = harness_call(h, &e, NULL, "ReleaseProcess", "u", (uint32_t) f->root_kids[k]->pid);
                 cr_assert(r >= 0 || sd_bus_error_has_name(&e, E_NO_RES), "ReleaseProcess: %s", e.message);
         }
         for (size_t k = 0; k < ELEMENTSOF(f->nobody_kids); k++) {
                 _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
-                r = harness_call(h, &e, NULL, "ReleaseProcess", "t", (uint64_t) f->nobody_kids[k]);
+                r = harness_call(h, &e, NULL, "ReleaseProcess", "u", (uint32_t) f->nobody_kids[k]);
                 cr_assert(r >= 0 || sd_bus_error_has_name(&e, E_NO_RES), "ReleaseProcess: %s", e.message);
         }
         harness_assert_no_reservations(h, "after releasing every process of the randomized run");
@@ -1385,7 +1437,7 @@ Test(hostile, capacity_cap_beside_unmanaged_threads) {
         cr_assert_eq(harness_get_u64(h, "Unmanaged", &unmanaged), 0);
         cr_assert_geq(unmanaged, harness_bw(10 * MS, P100), "edfd does not count the unmanaged 10%%");
         cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
-        r = harness_admit(h, &e, (uint64_t) c->pid, 0, "g", MS, 0, P100, 0, NULL);
+        r = harness_admit(h, &e, c->pid, 0, "g", MS, 0, P100, 0, NULL);
         harness_dl_reset(u->pid);
         harness_child_kill(u);
         free(u);
