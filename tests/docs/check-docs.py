@@ -28,7 +28,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-PAGES = ["edfd.8", "edfctl.1", "edfd.yaml.5", "org.edfd.Admission1.5"]
+PAGES = ["edfd.8", "edfctl.1", "edfd-trace.1", "edfd.yaml.5", "org.edfd.Admission1.5"]
 
 
 class Tap:
@@ -164,7 +164,7 @@ def check_man_pages(mandir):
     need_tools("scdoc", "man")
     t = Tap()
     found = sorted(f[:-4] for f in os.listdir(mandir) if f.endswith(".scd"))
-    t.ok(found == sorted(PAGES), "docs/man holds exactly the four pages",
+    t.ok(found == sorted(PAGES), "docs/man holds exactly the five pages",
          f"found {found}, expected {sorted(PAGES)}")
     with tempfile.TemporaryDirectory() as tmp:
         for page in PAGES:

@@ -1,0 +1,318 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# edfd-trace against a real edfd on a private bus and the real kernel's tracer. Reports TAP.
+#
+#   test-trace.sh EDFD_TRACE EDFCTL EDFD PERIODIC
+#
+# An overrun made on purpose (periodic doing 3 ms of work every 10 ms on a 2 ms runtime) must show
+# as throttled jobs with an overrun; a well-budgeted task (1 ms of work, 3 ms of runtime) alone must
+# show no throttled job. A thread that does not exist is a clear error. SIGINT stops a recording
+# early and still reports; after SIGKILL the next run removes the stale trace instance. Throughout,
+# the machine's own mounts must not change and no trace instance of ours may stay behind. Nothing
+# here asserts on time. Without root, dbus-daemon, or a tracefs that can be mounted in a private
+# mount namespace, the tests that need them are skipped with the reason.
+
+set -u
+
+trace=${1:-}
+edfctl=${2:-}
+edfd=${3:-}
+periodic=${4:-}
+here=$(cd "$(dirname "$0")" && pwd)
+
+N=org.edfd.Admission1
+P=/org/edfd/Admission1
+I=org.edfd.Admission1.Manager
+
+n=0
+failed=0
+tmp=$(mktemp -d /tmp/test-trace.XXXXXX)
+bg_pids=()
+trace_pids=()
+bus_pid= edfd_pid= addr=
+
+cleanup() {
+        local p
+        for p in "${bg_pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+        wait "${bg_pids[@]}" 2>/dev/null
+        [ -n "$edfd_pid" ] && kill "$edfd_pid" 2>/dev/null && wait "$edfd_pid" 2>/dev/null
+        [ -n "$bus_pid" ] && kill "$bus_pid" 2>/dev/null && wait "$bus_pid" 2>/dev/null
+        # A trace instance of a run of ours that this test could not end cleanly goes too.
+        if [ ${#trace_pids[@]} -gt 0 ]; then
+                in_tracefs sh -c 'for p; do rmdir "/sys/kernel/tracing/instances/edfd-trace-$p" 2>/dev/null; done' \
+                        sh "${trace_pids[@]}"
+        fi
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ok() {
+        n=$((n + 1))
+        echo "ok $n - $1"
+}
+
+not_ok() {
+        local name=$1 line
+        shift
+        n=$((n + 1))
+        failed=$((failed + 1))
+        echo "not ok $n - $name"
+        for line in "$@"; do
+                printf '%s\n' "$line" | sed 's/^/#   /'
+        done
+}
+
+skip() {
+        n=$((n + 1))
+        echo "ok $n - $1 # SKIP $2"
+}
+
+check() { # check NAME CMD...: ok if CMD succeeds
+        local name=$1
+        shift
+        if "$@" >"$tmp/check.out" 2>&1; then ok "$name"; else not_ok "$name" "$(cat "$tmp/check.out")"; fi
+}
+
+# in_tracefs CMD...: CMD in a private mount namespace with tracefs mounted.
+in_tracefs() {
+        unshare -m --propagation private sh -c 'mount -t tracefs none /sys/kernel/tracing && exec "$@"' sh "$@"
+}
+
+# The lines of the machine's mount table that concern tracing, as seen from here.
+tracing_mounts() {
+        grep -E ' /sys/kernel/(tracing|debug/tracing) ' /proc/self/mountinfo | cut -d' ' -f3-
+}
+
+instances_of_ours() { # the trace instances named after one of our runs
+        local p list
+        list=$(in_tracefs ls /sys/kernel/tracing/instances) || return 1
+        for p in "${trace_pids[@]}"; do
+                grep -x "edfd-trace-$p" <<<"$list"
+        done
+        return 0
+}
+
+no_instance_left() {
+        local left
+        left=$(instances_of_ours)
+        [ -z "$left" ] || { echo "left behind: $left"; return 1; }
+}
+
+# run_trace ARGS...: edfd-trace ARGS in the background (so that its pid is known), waited for;
+# sets rc, out, err.
+run_trace() {
+        "$trace" "$@" >"$tmp/out" 2>"$tmp/err" &
+        local p=$!
+        trace_pids+=("$p")
+        wait "$p"
+        rc=$?
+        out=$(<"$tmp/out")
+        err=$(<"$tmp/err")
+}
+
+wait_for() {
+        local i
+        for i in $(seq 200); do
+                "$@" >/dev/null 2>&1 && return 0
+                sleep 0.05
+        done
+        return 1
+}
+
+bcall() {
+        busctl --address="$addr" "$@"
+}
+
+# json_check PY_EXPR: evaluates the expression on the report in $out (d), with t = its only thread.
+json_check() {
+        python3 -c 'import json,sys
+d=json.loads(sys.argv[1]); t=d["threads"][0] if d["threads"] else None
+ok=eval(sys.argv[2])
+if not ok:
+    print(json.dumps({k: v for k, v in (t or {}).items() if k != "late_or_throttled_jobs"}, indent=1))
+    print("first jobs:", json.dumps((t or {}).get("late_or_throttled_jobs", [])[:2], indent=1))
+sys.exit(0 if ok else 1)' "$out" "$1"
+}
+
+if [ -z "$trace" ] || [ ! -x "$trace" ]; then
+        echo "1..0 # SKIP no edfd-trace given (test-trace.sh EDFD_TRACE EDFCTL EDFD PERIODIC)"
+        exit 0
+fi
+
+# ---- without tracing ----
+
+run_trace --duration 10 -t 1
+if [ "$rc" = 2 ] && grep -q 'invalid duration "10"' <<<"$err"; then ok "usage: a duration without a unit: exit 2"; else not_ok "usage: a duration without a unit: exit 2" "exit $rc" "$err"; fi
+
+if [ "$(id -u)" -ne 0 ]; then
+        skip "edfd-trace with the tracer" "needs root (tracefs, a mount namespace, SCHED_DEADLINE)"
+        echo "1..$n"
+        exit 0
+fi
+
+mounts_before=$(tracing_mounts)
+
+run_trace -t 2147483647 -d 1s
+if [ "$rc" = 1 ] && [ -z "$out" ] && [ "$err" = "edfd-trace: no such thread: 2147483647" ]; then
+        ok "a thread that does not exist: exit 1, a clear error"
+else
+        not_ok "a thread that does not exist: exit 1, a clear error" "exit $rc" "stdout: $out" "stderr: $err"
+fi
+
+export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$tmp/no-such-bus"
+run_trace -d 1s
+if [ "$rc" = 3 ] && grep -q "is edfd running?" <<<"$err"; then ok "no bus: exit 3 with a hint"; else not_ok "no bus: exit 3 with a hint" "exit $rc" "$err"; fi
+
+why_not=
+if ! in_tracefs true 2>"$tmp/mount.err"; then
+        why_not="tracefs cannot be mounted in a private mount namespace: $(cat "$tmp/mount.err")"
+elif [ ! -x "$edfd" ] || [ ! -x "$edfctl" ] || [ ! -x "$periodic" ]; then
+        why_not="no edfd, edfctl or periodic binary given"
+elif ! command -v dbus-daemon >/dev/null || ! command -v busctl >/dev/null || ! command -v python3 >/dev/null; then
+        why_not="needs dbus-daemon, busctl and python3"
+fi
+
+# admit_periodic RUNTIME WORK: periodic (period 10 ms) admitted by edfd; sets per_pid and res_id.
+admit_periodic() {
+        "$edfctl" admit -T "$1" -P 10ms -- "$periodic" --work "$2" --period 10ms --duration 60s --quiet \
+                >"$tmp/periodic.out" 2>&1 &
+        per_pid=$!
+        bg_pids+=("$per_pid")
+        res_id=
+        wait_for grep -qx periodic "/proc/$per_pid/comm" || return 1
+        for _ in $(seq 100); do
+                res_id=$(bcall --json=short call "$N" "$P" "$I" ListReservations | python3 -c 'import json,sys
+print(next((e[0] for e in json.load(sys.stdin)["data"][0] if e[1]==int(sys.argv[1])), ""))' "$per_pid")
+                [ -n "$res_id" ] && break
+                sleep 0.05
+        done
+        [ -n "$res_id" ] || return 1
+        sleep 0.5 # its first jobs carry exec and page faults: let them pass
+}
+
+stop_periodic() {
+        kill "$per_pid" 2>/dev/null
+        wait "$per_pid" 2>/dev/null
+}
+
+traced_tests() {
+        sed "s|@BUS_SOCKET@|$tmp/bus.sock|" "$here/bus.conf" >"$tmp/bus.conf"
+        dbus-daemon --config-file="$tmp/bus.conf" --nofork --print-address=3 3>"$tmp/address" 2>"$tmp/dbus.log" &
+        bus_pid=$!
+        if ! wait_for test -s "$tmp/address"; then
+                not_ok "a private dbus-daemon starts" "$(cat "$tmp/dbus.log")"
+                return
+        fi
+        addr=$(head -1 "$tmp/address")
+        export DBUS_SYSTEM_BUS_ADDRESS=$addr
+        printf 'capacity: auto\ndefault-group: apps\ngroups:\n  apps:\n    bandwidth: 40%%\n' >"$tmp/edfd.yaml"
+        mkdir -p "$tmp/state"
+        "$edfd" --config "$tmp/edfd.yaml" --state-dir "$tmp/state" >"$tmp/edfd.log" 2>&1 &
+        edfd_pid=$!
+        if ! wait_for bcall call "$N" "$P" org.freedesktop.DBus.Peer Ping; then
+                not_ok "edfd starts on the private bus" "$(cat "$tmp/edfd.log")"
+                return
+        fi
+        ok "edfd starts on the private bus"
+
+        run_trace -d 1s
+        if [ "$rc" = 1 ] && grep -q "edfd holds no reservation" <<<"$err"; then ok "no reservation: exit 1, says so"; else not_ok "no reservation: exit 1, says so" "exit $rc" "$err"; fi
+
+        # The overrun: 3 ms of work on a 2 ms runtime.
+        if ! admit_periodic 2ms 3ms; then
+                not_ok "periodic 2ms/10ms with 3 ms of work is admitted" "$(cat "$tmp/periodic.out")" "$(cat "$tmp/edfd.log")"
+                return
+        fi
+        ok "periodic 2ms/10ms with 3 ms of work is admitted (reservation #$res_id)"
+
+        run_trace -r 999999 -d 1s
+        if [ "$rc" = 1 ] && [ "$err" = "edfd-trace: no such reservation: 999999" ]; then ok "a reservation that does not exist: exit 1"; else not_ok "a reservation that does not exist: exit 1" "exit $rc" "$err"; fi
+
+        run_trace -r "$res_id" -d 2s --json
+        if [ "$rc" = 0 ]; then ok "overrun: records 2 s, exit 0"; else not_ok "overrun: records 2 s, exit 0" "exit $rc" "$err"; fi
+        check "overrun: the report names the thread with its parameters" json_check \
+                't["tid"]=='"$per_pid"' and t["reservation"]=='"$res_id"' and (t["runtime_ns"],t["period_ns"])==(2000000,10000000)'
+        check "overrun: it saw jobs" json_check 't["jobs"] >= 10'
+        check "overrun: most jobs are throttled, with cause throttled" json_check \
+                't["throttled"] >= 0.8*t["jobs"] and t["causes"]["throttled"] >= 0.8*t["jobs"]'
+        check "overrun: the throttled jobs show the runtime they started with and an overrun" json_check \
+                'sum(1 for r in t["late_or_throttled_jobs"] if r["throttled"] and r["runtime_start_ns"] and 0 < r["runtime_start_ns"] <= 2000000 and (r["overrun_ns"] or 0) > 0) >= 0.5*t["jobs"]'
+        check "overrun: no events were lost" json_check 'd["lost_events"] == 0'
+        check "overrun: the replenishment timer (dl_task_timer) was traced" json_check 'd["dl_task_timer_events"]'
+
+        run_trace -r "$res_id" -d 1s
+        if [ "$rc" = 0 ] && grep -Eq "^ *$per_pid +periodic +2ms/10ms/10ms .* throttled [0-9]+" <<<"$out" &&
+                grep -Eq "^$per_pid job [0-9]+ at .* cause throttled; started with .*overran by" <<<"$out"; then
+                ok "overrun: the text report has the summary and one line per throttled job"
+        else
+                not_ok "overrun: the text report has the summary and one line per throttled job" "exit $rc" "$out" "$err"
+        fi
+        stop_periodic
+
+        # The well-budgeted task, alone: 1 ms of work on 3 ms.
+        if ! admit_periodic 3ms 1ms; then
+                not_ok "periodic 3ms/10ms with 1 ms of work is admitted" "$(cat "$tmp/periodic.out")"
+                return
+        fi
+        run_trace -d 2s --json
+        if [ "$rc" = 0 ]; then ok "well budgeted: records all reservations for 2 s"; else not_ok "well budgeted: records all reservations for 2 s" "exit $rc" "$err"; fi
+        check "well budgeted: one thread, jobs seen" json_check 'len(d["threads"])==1 and t["tid"]=='"$per_pid"' and t["jobs"] >= 10'
+        check "well budgeted: no throttled job" json_check 't["throttled"] == 0 and t["causes"]["throttled"] == 0'
+
+        # SIGINT stops the recording early; the report still comes, the instance goes.
+        "$trace" -d 60s --json >"$tmp/out" 2>"$tmp/err" &
+        local tp=$!
+        trace_pids+=("$tp")
+        sleep 1
+        kill -INT "$tp"
+        wait "$tp"
+        rc=$?
+        out=$(<"$tmp/out")
+        if [ "$rc" = 0 ] && json_check 'd["interrupted"] and d["recorded_ns"] < 30e9 and t["jobs"] > 0' >/dev/null; then
+                ok "SIGINT: stops early, reports what was recorded, exit 0"
+        else
+                not_ok "SIGINT: stops early, reports what was recorded, exit 0" "exit $rc" "$(cat "$tmp/err")"
+        fi
+        check "SIGINT: no trace instance left" no_instance_left
+
+        # SIGKILL leaves the instance behind; the next run removes it.
+        "$trace" -d 60s >/dev/null 2>&1 &
+        tp=$!
+        trace_pids+=("$tp")
+        wait_for sh -c "unshare -m --propagation private sh -c 'mount -t tracefs none /sys/kernel/tracing && test -d /sys/kernel/tracing/instances/edfd-trace-$tp'"
+        kill -KILL "$tp"
+        wait "$tp" 2>/dev/null
+        if in_tracefs test -d "/sys/kernel/tracing/instances/edfd-trace-$tp"; then
+                run_trace -d 200ms
+                if [ "$rc" = 0 ] && grep -q "removed the stale trace instance edfd-trace-$tp" <<<"$err" &&
+                        ! in_tracefs test -d "/sys/kernel/tracing/instances/edfd-trace-$tp"; then
+                        ok "SIGKILL: the next run removes the stale instance and says so"
+                else
+                        not_ok "SIGKILL: the next run removes the stale instance and says so" "exit $rc" "$err"
+                fi
+        else
+                not_ok "SIGKILL: the killed run had its instance" "no instances/edfd-trace-$tp"
+        fi
+        stop_periodic
+}
+
+if [ -n "$why_not" ]; then
+        skip "edfd-trace against a running edfd" "$why_not"
+else
+        traced_tests
+        if [ "$failed" -gt 0 ] && [ -s "$tmp/edfd.log" ]; then
+                sed 's/^/# edfd: /' "$tmp/edfd.log"
+        fi
+        check "no trace instance of ours is left" no_instance_left
+fi
+
+mounts_after=$(tracing_mounts)
+if [ "$mounts_before" = "$mounts_after" ]; then
+        ok "the machine's tracing mounts did not change"
+else
+        not_ok "the machine's tracing mounts did not change" "before: $mounts_before" "after: $mounts_after"
+fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ]
