@@ -863,6 +863,7 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         }
         s = &h->signals[h->n_signals++];
         memset(s, 0, sizeof *s);
+        s->seq = ++h->seq;
         snprintf(s->member, sizeof s->member, "%s", member);
         if (streq_ptr(member, "ReservationAdded") || streq_ptr(member, "ReservationRemoved")) {
                 if (sd_bus_message_read(m, "tuuss", &s->id, &s->pid, &s->tid, &group, &reason) < 0)

@@ -35,7 +35,7 @@ static inline bool streq(const char *a, const char *b) {
 
 #define HARNESS_MSEC UINT64_C(1000000)
 
-#define HARNESS_MAX_THREADS 8
+#define HARNESS_MAX_THREADS 16
 #define HARNESS_MAX_CHILDREN 256
 #define HARNESS_MAX_SIGNALS 256
 
@@ -56,6 +56,7 @@ typedef struct HarnessSignal {
         uint32_t pid, tid;
         char group[128];
         char reason[32];
+        uint64_t seq;         /* the order in which the harness's bus dispatched it (Harness.seq) */
 } HarnessSignal;
 
 typedef struct Harness {
@@ -93,6 +94,8 @@ typedef struct Harness {
         sd_bus_slot *signal_slot;
         HarnessSignal signals[HARNESS_MAX_SIGNALS];
         size_t n_signals;
+        uint64_t seq;         /* messages dispatched to the harness's callbacks so far: a test's own
+                               * callbacks count here too, to compare orders */
 
         HarnessChild *children[HARNESS_MAX_CHILDREN];
         size_t n_children;

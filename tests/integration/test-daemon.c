@@ -444,6 +444,61 @@ Test(daemon, release_thread_and_process) {
         harness_stop(h);
 }
 
+typedef struct ReplySeen {
+        Harness *h;
+        uint64_t seq;              /* when the reply was dispatched, in Harness.seq's order; 0: not yet */
+        bool error;
+} ReplySeen;
+
+static int on_reply_seen(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        ReplySeen *s = userdata;
+
+        s->seq = ++s->h->seq;
+        s->error = sd_bus_message_is_method_error(m, NULL);
+        return 0;
+}
+
+/* The signals a method call causes go out after its reply, however many: ReleaseProcess of 12
+ * reservations emits 12 ReservationRemoved (edfd once held back 8 and sent the rest before the
+ * reply, without notice). The harness's bus dispatches messages in the order they arrived. */
+Test(daemon, signals_follow_the_reply_however_many) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        Harness *h = harness_start_or_skip("basic.yaml");
+        ReplySeen seen = { .h = h };
+        HarnessChild *c;
+        uint64_t ids[12];
+        int r;
+
+        cr_assert_eq(harness_spawn_child(h, 12, false, &c), 0);
+        for (unsigned i = 0; i < 12; i++) {
+                r = harness_admit(h, &e, c->pid, c->tids[i], "test/a", HARNESS_MSEC / 2, 0, P100, 0, &ids[i]);
+                assert_bus_ok(r, &e, "Admit");
+        }
+        harness_clear_signals(h);
+        r = sd_bus_call_method_async(h->bus, &slot, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "ReleaseProcess",
+                                     on_reply_seen, &seen, "u", (uint32_t) c->pid);
+        cr_assert_geq(r, 0, "ReleaseProcess sent: %s", strerror(-r));
+        for (unsigned k = 0; seen.seq == 0 && k < 1000; k++) {
+                r = sd_bus_process(h->bus, NULL);
+                cr_assert_geq(r, 0, "sd_bus_process: %s", strerror(-r));
+                if (r == 0)
+                        (void) sd_bus_wait(h->bus, 10000);
+        }
+        cr_assert_neq(seen.seq, 0, "no reply to ReleaseProcess within 10 s");
+        cr_assert(!seen.error, "ReleaseProcess failed");
+        for (unsigned i = 0; i < 12; i++) {
+                HarnessSignal s;
+
+                cr_assert_eq(harness_wait_signal(h, "ReservationRemoved", ids[i], "requested", &s), 0,
+                             "no ReservationRemoved for #%" PRIu64, ids[i]);
+                cr_assert_gt(s.seq, seen.seq, "ReservationRemoved #%" PRIu64 " (the %u. of 12) came before the reply",
+                             ids[i], i + 1);
+        }
+        harness_assert_no_reservations(h, "after ReleaseProcess");
+        harness_stop(h);
+}
+
 Test(daemon, double_admit_is_refused) {
         _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
         Harness *h = harness_start_or_skip("basic.yaml");
