@@ -48,6 +48,10 @@ awk -v a="$rule_a" -v b="$rule_b_us" -v r="$min_r_us" 'BEGIN { exit !(a > 0 && a
 duration_ns=$(ns "$duration") warmup_ns=$(ns "$warmup")
 [ "$duration_ns" != bad ] && [ "$warmup_ns" != bad ] || die "--duration and --warmup need a unit: 10s, 2s"
 [ "$warmup_ns" -lt "$duration_ns" ] || die "--warmup must be shorter than --duration (the warm-up is part of it)"
+if [ -n "$trace_dir" ]; then
+        mkdir -p "$trace_dir" || die "--trace $trace_dir: cannot make that directory"
+        trace_dir=$(cd "$trace_dir" && pwd)
+fi
 [ "$duration_ns" -ge $((p_max_us * 1000)) ] || die "--duration must be at least the longest period"
 if [ -z "$seed" ]; then
         seed=$(( $(date +%s%N) / 1000 % 1000000000 ))
@@ -202,8 +206,18 @@ run_set() { # k mode
                 echo "$k $mode refused 0 0 0 0 0" >>"$tmp/results"
                 return
         fi
-        local failed=0 p
+        local failed=0 p tracer=""
+        if [ -n "$trace_dir" ] && [ "$mode" = edf ]; then
+                # From the end of the last task's warm-up to shortly before the first one ends.
+                local rec_ms=$(( (duration_ns - warmup_ns) / 1000000 - 500 ))
+                if [ "$rec_ms" -ge 500 ]; then
+                        ( sleep "$(awk -v w="$warmup_ns" 'BEGIN { printf "%.3f", w / 1e9 }')"
+                          exec "$src/tools/edfd-trace" -d "${rec_ms}ms" --max-lines 1000 >"$trace_dir/set-$k.txt" 2>&1 ) &
+                        tracer=$!
+                fi
+        fi
         for p in "${tpids[@]}"; do wait "$p" || failed=1; done
+        [ -z "$tracer" ] || wait "$tracer" || echo "deadline-misses: edfd-trace of set $k failed (see $trace_dir/set-$k.txt)" >&2
         tpids=()
         stop_all
         if [ $failed -ne 0 ]; then
