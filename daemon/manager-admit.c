@@ -103,48 +103,43 @@ static int admit_finish(Manager *m, Reservation *res, SchedTarget *t, uid_t call
 /* A scan this recent (of another admission that waited) is reused. */
 #define BUSY_RESCAN_REUSE_NSEC (10 * NSEC_PER_MSEC)
 
-/* The kernel refused res (still in the books) with EBUSY although the books have room. Look at once
- * for deadline threads edfd does not manage, as a periodic look does (the Unmanaged property, the
- * root's books, the status), then answer: the books' own refusal when res no longer fits them
- * (naming the strangers), else KernelRefused naming them, or saying that the bandwidth is most likely
- * still held for deadline threads that ended and when it comes back. With final false (the first
- * EBUSY) it answers only when res no longer fits and returns 0 otherwise (keep waiting). When it
- * answers, res is released from the books and the journal, and it returns -1 with *e. The scan walks
- * /proc (see capacity_scan_unmanaged()); it runs only on an EBUSY, never for an admission the kernel
- * takes. */
-static int admit_busy(Manager *m, Reservation *res, bool final, const char *what, OpError *e) {
+/* The kernel refused res with EBUSY to the end of the retry window although the books have room.
+ * res leaves the books and the journal; then edfd looks at once for deadline threads it does not
+ * manage, as its periodic look does (the Unmanaged property, the root's books, the status), and
+ * answers: the books' own refusal when the request no longer fits them (naming the strangers), else
+ * KernelRefused naming them, or saying that the bandwidth is most likely still held for deadline
+ * threads that ended and when it comes back. Returns -1 with *e. The scan walks /proc (see
+ * capacity_scan_unmanaged()); it runs only here, never for an admission the kernel takes, and a
+ * scan less than BUSY_RESCAN_REUSE_NSEC old (another admission that waited) is reused. */
+static int admit_busy(Manager *m, Reservation *res, const char *what, OpError *e) {
         char strangers[384] = "", ended[192];
         const Group *g = res->group;
-        uint64_t need = res->bw, id = res->id;
-        uint64_t scanned = capacity_scanned_ns(m->capacity);
+        uint64_t need = res->bw, id = res->id, scanned;
         size_t len;
-        bool fits;
 
+        reservation_release(m->tree, res, NULL);
+        (void) state_write_release(m->state, id);
+        scanned = capacity_scanned_ns(m->capacity);
         if (scanned == 0 || now_ns() - scanned >= BUSY_RESCAN_REUSE_NSEC) {
-                log_debug("Admission %" PRIu64 ": the kernel says EBUSY although the books have room: looking for "
-                          "deadline threads edfd does not manage", id);
+                log_debug("Admission %" PRIu64 ": the kernel said EBUSY for %" PRIu64 " ms although the books have "
+                          "room: looking for deadline threads edfd does not manage", id,
+                          (uint64_t) (EBUSY_RETRY_NSEC / NSEC_PER_MSEC));
                 capacity_refresh_all(m);
         }
         (void) holders_format(capacity_unmanaged_holders(m->capacity), strangers, sizeof strangers);
-        fits = group_has_room(m->tree, g, need, need);
-        if (fits && !final)
-                return 0;
-        if (!fits) {
+        if (!group_has_room(m->tree, g, 0, need)) {
                 Refusal rf;
                 (void) group_refuse_budget(m->tree, g, need, &rf);
-                reservation_release(m->tree, res, NULL);
-                (void) state_write_release(m->state, id);
                 op_refused(e, &rf);
                 len = strlen(e->message);
                 if (strangers[0])
                         snprintf(e->message + len, sizeof e->message - len, " (%s)", strangers);
                 return -1;
         }
-        reservation_release(m->tree, res, NULL);
-        (void) state_write_release(m->state, id);
         (void) holders_format_ended(capacity_ended_back_in(m->capacity), ended, sizeof ended);
         return op_fail(e, OP_KERNEL_REFUSED,
-                       "%s: the kernel refused the bandwidth (EBUSY) although edfd's books have room: %s%s%s", what, strangers, strangers[0] ? "; the rest is " : "", ended);
+                       "%s: the kernel refused the bandwidth (EBUSY) although edfd's books have room: %s%s%s", what,
+                       strangers, strangers[0] ? "; the rest is " : "", ended);
 }
 
 /* --- admissions waiting for the kernel --- */
@@ -208,7 +203,7 @@ static int on_admit_retry(sd_event_source *s, uint64_t usec, void *userdata) {
         }
         manager_bus_defer_begin(m); /* the reply first (the done callback sends it), then the signals */
         if (r == -EBUSY) {
-                (void) admit_busy(m, res, true, "admission", &e);
+                (void) admit_busy(m, res, "admission", &e);
                 pending_end(p, 0, &e);
         } else if (r < 0) {
                 uint64_t rid = res->id;
@@ -362,20 +357,13 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 /* Pinned (or found alive) and read above: no second verify and read before the change. */
                 r = sched_apply_deadline_known(&t, &si, res->params.runtime, res->params.deadline, res->params.period,
                                                sched_flags_of(res->flags));
-                /* Unless a deadline thread of edfd's that ended explains it, a stranger is likely: its
-                 * bandwidth is charged at once, and a request that no longer fits is refused now. */
-                if (r == -EBUSY && capacity_ended_back_in(m->capacity) == 0 &&
-                    admit_busy(m, res, false, "admission", error) < 0) {
-                        sched_target_done(&t);
-                        return -1;
-                }
                 if (r == -EBUSY && admit_wait(m, res, &t, req, owner) == 0)
                         return 1;
         } else
                 r = apply_with_retry(&t, &res->params, res->flags);
         if (r == -EBUSY) {
                 sched_target_done(&t);
-                return admit_busy(m, res, true, "admission", error);
+                return admit_busy(m, res, "admission", error);
         }
         if (r < 0) {
                 uint64_t id = res->id;
