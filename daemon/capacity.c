@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/bandwidth.h"
+#include "core/holders.h"
 #include "capacity.h"
 #include "log.h"
 #include "basic/macro.h"
@@ -97,8 +99,8 @@ int capacity_read_reusing(const KernelCapacity *prev, KernelCapacity *ret) {
 
 typedef struct UnmanagedScan {
         const Tree *tree;
-        uint64_t total, all;
-        unsigned n;
+        uint64_t all;
+        Holders holders;
 } UnmanagedScan;
 
 static int scan_thread(const ProcEntry *e, void *userdata) {
@@ -106,13 +108,14 @@ static int scan_thread(const ProcEntry *e, void *userdata) {
         const Reservation *r;
         SchedInfo si;
         ProcStat st;
+        Holder h;
         uint64_t bw;
 
         if (sched_get(e->tid, &si) < 0 || si.policy != SCHED_DEADLINE)
                 return 0;
         /* An exited thread not yet reaped still reports its policy, but the kernel gave its
          * bandwidth back when it died: it holds nothing. */
-        if (proc_entry_stat(e, PROC_STAT_STATE, &st) < 0 || st.state == 'Z' || st.state == 'X')
+        if (proc_entry_stat(e, PROC_STAT_STATE | PROC_STAT_COMM, &st) < 0 || st.state == 'Z' || st.state == 'X')
                 return 0;
         if (bw_of(si.runtime, si.period, &bw) < 0)
                 return 0;
@@ -121,21 +124,20 @@ static int scan_thread(const ProcEntry *e, void *userdata) {
         r = tree_find_thread(s->tree, (uint32_t) e->tid);
         if (r && sched_thread_is(e->pid, e->tid, r->identity) == 1)
                 return 0;
-        if (!__builtin_add_overflow(s->total, bw, &s->total))
-                s->n++;
+        h = (Holder) { .pid = (uint32_t) e->pid, .tid = (uint32_t) e->tid, .bw = bw };
+        snprintf(h.comm, sizeof h.comm, "%s", st.comm);
+        holders_add(&s->holders, &h);
         return 0;
 }
 
-int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threads, uint64_t *ret_all_bw) {
+int capacity_scan_unmanaged(const Tree *t, Holders *ret, uint64_t *ret_all_bw) {
         UnmanagedScan s = { .tree = t };
         int r;
 
         r = proc_walk_all_threads(scan_thread, &s);
         if (r < 0)
                 return r;
-        *ret_bw = s.total;
-        if (ret_threads)
-                *ret_threads = s.n;
+        *ret = s.holders;
         if (ret_all_bw)
                 *ret_all_bw = s.all;
         return 0;
@@ -286,8 +288,8 @@ int capacity_read_dl_bw(int64_t *ret) {
 
 struct Capacity {
         KernelCapacity kcap;
-        uint64_t unmanaged;
-        unsigned unmanaged_threads;
+        Holders unmanaged;         /* the last scan's strangers: what they hold, how many, the largest */
+        uint64_t scanned_ns;       /* when (CLOCK_MONOTONIC ns), 0 before the first */
         uint64_t fair_samples[3];  /* the fair servers' reserve as last measured, newest first */
         unsigned n_fair_samples;
         bool fair_reported;
@@ -361,11 +363,25 @@ const KernelCapacity *capacity_kernel(const Capacity *c) {
 }
 
 uint64_t capacity_unmanaged(const Capacity *c) {
-        return c->unmanaged;
+        return c->unmanaged.total_bw;
 }
 
 unsigned capacity_unmanaged_threads(const Capacity *c) {
-        return c->unmanaged_threads;
+        return (unsigned) MIN(c->unmanaged.n, (size_t) UINT_MAX);
+}
+
+const Holders *capacity_unmanaged_holders(const Capacity *c) {
+        return &c->unmanaged;
+}
+
+uint64_t capacity_scanned_ns(const Capacity *c) {
+        return c->scanned_ns;
+}
+
+uint64_t capacity_ended_back_in(const Capacity *c) {
+        uint64_t now = now_ns();
+
+        return c->recount_unsafe_until_ns > now ? c->recount_unsafe_until_ns - now : 0;
 }
 
 bool capacity_count_negative(const Capacity *c) {
@@ -376,7 +392,7 @@ uint64_t capacity_root(const Capacity *c, bool cap_auto, uint64_t cap) {
         uint64_t usable = c->kcap.usable, capped;
 
         if (!cap_auto) {
-                if (__builtin_add_overflow(cap, c->unmanaged, &capped))
+                if (__builtin_add_overflow(cap, c->unmanaged.total_bw, &capped))
                         capped = UINT64_MAX;
                 usable = MIN(usable, capped);
         }
@@ -505,8 +521,8 @@ static void fair_server_sample(Capacity *c, bool have_before, uint64_t before, u
 
 void capacity_refresh(Capacity *c, const Tree *t, CapacityReport *ret) {
         CapacityReport report = {};
-        uint64_t unmanaged = 0, all_dl = 0, total_before = 0;
-        unsigned n = 0;
+        uint64_t all_dl = 0, total_before = 0;
+        Holders found;
         KernelCapacity kc;
         int r;
 
@@ -515,10 +531,10 @@ void capacity_refresh(Capacity *c, const Tree *t, CapacityReport *ret) {
                 c->count_negative = r == -ERANGE;
                 report.count_negative_changed = true;
         }
-        if (capacity_scan_unmanaged(t, &unmanaged, &n, &all_dl) == 0) {
-                report.unmanaged_changed = n != c->unmanaged_threads;
-                c->unmanaged = unmanaged;
-                c->unmanaged_threads = n;
+        if (capacity_scan_unmanaged(t, &found, &all_dl) == 0) {
+                report.unmanaged_changed = found.n != c->unmanaged.n;
+                c->unmanaged = found;
+                c->scanned_ns = now_ns();
                 fair_server_sample(c, r == 0, total_before, all_dl, &report);
         }
         if (kcap_read(c, &kc) == 0)

@@ -18,6 +18,7 @@
 
 #include <systemd/sd-event.h>
 
+#include "core/holders.h"
 #include "core/params.h"
 #include "core/tree.h"
 
@@ -46,9 +47,12 @@ int capacity_read(KernelCapacity *ret);
 int capacity_read_reusing(const KernelCapacity *prev, KernelCapacity *ret);
 
 /* Sum what SCHED_DEADLINE threads hold that the tree does not know (a thread is known when the tree
- * has a reservation for its tid with the same start time). Returns 0 with the bandwidth and number
- * of threads, and in *ret_all_bw (may be NULL) what all deadline threads hold, or negative errno. */
-int capacity_scan_unmanaged(const Tree *t, uint64_t *ret_bw, unsigned *ret_threads, uint64_t *ret_all_bw);
+ * has a reservation for its tid with the same identity). Returns 0 with those threads in *ret (what
+ * they hold, how many, the largest with pid, tid and comm), and in *ret_all_bw (may be NULL) what
+ * all deadline threads hold, or negative errno. It walks every thread in /proc: one sched_getattr
+ * per thread, the stat file of deadline threads only (7 ms for 400 threads here, see docs/design.md,
+ * "What the kernel does"). */
+int capacity_scan_unmanaged(const Tree *t, Holders *ret, uint64_t *ret_all_bw);
 
 /* Parse the text of /sys/kernel/debug/sched/debug (buf, len; need not be NUL-terminated): the
  * dl_bw->total_bw that every CPU shows for its root domain. Returns 0 and the value when every CPU
@@ -97,6 +101,14 @@ const KernelCapacity *capacity_kernel(const Capacity *c);
 /* What the deadline threads edfd does not manage held at the last scan, and how many they were. */
 uint64_t capacity_unmanaged(const Capacity *c);
 unsigned capacity_unmanaged_threads(const Capacity *c);
+/* Those threads themselves (the largest few named), valid until the next capacity_refresh(). */
+const Holders *capacity_unmanaged_holders(const Capacity *c);
+/* When the last scan for them ran (CLOCK_MONOTONIC ns; 0: none yet). */
+uint64_t capacity_scanned_ns(const Capacity *c);
+/* How long until every deadline thread of edfd's that ended (capacity_recount_unsafe_for()) is past
+ * its 0-lag time, and the kernel has given their bandwidth back: ns from now, 0 when none can be
+ * waiting. */
+uint64_t capacity_ended_back_in(const Capacity *c);
 /* Whether debugfs showed the kernel's deadline count below zero at the last refresh. */
 bool capacity_count_negative(const Capacity *c);
 

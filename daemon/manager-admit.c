@@ -8,12 +8,14 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/bandwidth.h"
 #include "cgroup.h"
 #include "core/duration.h"
+#include "core/holders.h"
 #include "log.h"
 #include "basic/macro.h"
 #include "manager-bus.h"
@@ -96,6 +98,50 @@ static int admit_finish(Manager *m, Reservation *res, SchedTarget *t, uid_t call
         return 0;
 }
 
+/* --- EBUSY although the books have room: who holds it --- */
+
+/* A scan this recent (of another admission that waited) is reused. */
+#define BUSY_RESCAN_REUSE_NSEC (10 * NSEC_PER_MSEC)
+
+/* The kernel refused res with EBUSY to the end of the retry window although the books have room.
+ * res leaves the books and the journal; then edfd looks at once for deadline threads it does not
+ * manage, as its periodic look does (the Unmanaged property, the root's books, the status), and
+ * answers: the books' own refusal when the request no longer fits them (naming the strangers), else
+ * KernelRefused naming them, or saying that the bandwidth is most likely still held for deadline
+ * threads that ended and when it comes back. Returns -1 with *e. The scan walks /proc (see
+ * capacity_scan_unmanaged()); it runs only here, never for an admission the kernel takes, and a
+ * scan less than BUSY_RESCAN_REUSE_NSEC old (another admission that waited) is reused. */
+static int admit_busy(Manager *m, Reservation *res, const char *what, OpError *e) {
+        char strangers[384] = "", ended[192];
+        const Group *g = res->group;
+        uint64_t need = res->bw, id = res->id, scanned;
+        size_t len;
+
+        reservation_release(m->tree, res, NULL);
+        (void) state_write_release(m->state, id);
+        scanned = capacity_scanned_ns(m->capacity);
+        if (scanned == 0 || now_ns() - scanned >= BUSY_RESCAN_REUSE_NSEC) {
+                log_debug("Admission %" PRIu64 ": the kernel said EBUSY for %" PRIu64 " ms although the books have "
+                          "room: looking for deadline threads edfd does not manage", id,
+                          (uint64_t) (EBUSY_RETRY_NSEC / NSEC_PER_MSEC));
+                capacity_refresh_all(m);
+        }
+        (void) holders_format(capacity_unmanaged_holders(m->capacity), strangers, sizeof strangers);
+        if (!group_has_room(m->tree, g, 0, need)) {
+                Refusal rf;
+                (void) group_refuse_budget(m->tree, g, need, &rf);
+                op_refused(e, &rf);
+                len = strlen(e->message);
+                if (strangers[0])
+                        snprintf(e->message + len, sizeof e->message - len, " (%s)", strangers);
+                return -1;
+        }
+        (void) holders_format_ended(capacity_ended_back_in(m->capacity), ended, sizeof ended);
+        return op_fail(e, OP_KERNEL_REFUSED,
+                       "%s: the kernel refused the bandwidth (EBUSY) although edfd's books have room: %s%s%s", what,
+                       strangers, strangers[0] ? "; the rest is " : "", ended);
+}
+
 /* --- admissions waiting for the kernel --- */
 
 typedef struct PendingAdmit {
@@ -156,7 +202,10 @@ static int on_admit_retry(sd_event_source *s, uint64_t usec, void *userdata) {
                 return 0;
         }
         manager_bus_defer_begin(m); /* the reply first (the done callback sends it), then the signals */
-        if (r < 0) {
+        if (r == -EBUSY) {
+                (void) admit_busy(m, res, "admission", &e);
+                pending_end(p, 0, &e);
+        } else if (r < 0) {
                 uint64_t rid = res->id;
                 reservation_release(m->tree, res, NULL);
                 (void) state_write_release(m->state, rid);
@@ -312,6 +361,10 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                         return 1;
         } else
                 r = apply_with_retry(&t, &res->params, res->flags);
+        if (r == -EBUSY) {
+                sched_target_done(&t);
+                return admit_busy(m, res, "admission", error);
+        }
         if (r < 0) {
                 uint64_t id = res->id;
                 reservation_release(m->tree, res, NULL);

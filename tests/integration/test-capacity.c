@@ -522,3 +522,213 @@ Test(capacity, recount_once_deadline_threads_have_ended, .timeout = 60) {
         cr_expect_eq(get_u64(h, "Resyncs"), resyncs, "the recount came only with the periodic look");
         harness_stop(h);
 }
+
+/* ---- strangers named: EBUSY although the books have room ---- */
+
+/* The thread's comm, as /proc shows it (for the message). */
+static void read_comm(pid_t pid, pid_t tid, char *buf, size_t size) {
+        char path[64];
+        FILE *f;
+
+        snprintf(path, sizeof path, "/proc/%d/task/%d/comm", (int) pid, (int) tid);
+        f = fopen(path, "re");
+        cr_assert_not_null(f, "%s: %m", path);
+        cr_assert_not_null(fgets(buf, (int) size, f));
+        fclose(f);
+        buf[strcspn(buf, "\n")] = 0;
+}
+
+/* The root's books balance: what it holds is its groups' sizes plus what the deadline threads edfd
+ * does not manage hold (Unmanaged). */
+static void assert_root_balances(Harness *h, const char *when) {
+        HarnessGroup *g = NULL;
+        const HarnessGroup *root;
+        uint64_t sum = 0, unmanaged = get_u64(h, "Unmanaged");
+        size_t n = 0;
+
+        cr_assert_eq(harness_list_groups(h, &g, &n), 0);
+        root = harness_find_group(g, n, "/");
+        cr_assert_not_null(root, "ListGroups has no root");
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(g[i].path, "/") != 0 && !strchr(g[i].path + 1, '/'))
+                        sum += g[i].bandwidth;
+        cr_expect_eq(root->allocated, sum + unmanaged,
+                     "%s: the root holds %" PRIu64 ", its groups %" PRIu64 " and Unmanaged %" PRIu64, when,
+                     root->allocated, sum, unmanaged);
+        harness_groups_free(g, n);
+}
+
+/* Right after edfd's periodic look (the scan for unmanaged threads), so that the next one is ~10 s
+ * away. */
+static void after_periodic_look(Harness *h) {
+        uint64_t resyncs = get_u64(h, "Resyncs");
+
+        for (unsigned i = 0; i < 1200 && get_u64(h, "Resyncs") == resyncs; i++)
+                harness_usleep(10 * 1000);
+        cr_assert_neq(get_u64(h, "Resyncs"), resyncs, "no periodic look within 12 s");
+}
+
+static const char config_strangers[] = "default-group: a\n"
+                                       "groups:\n"
+                                       "  a: {bandwidth: 100%}\n";
+
+/* A deadline thread started outside edfd after its periodic look takes 95%, and an Admit that fits
+ * edfd's books but not what the kernel has left waits out the EBUSY window: then edfd rescans at
+ * once, charges the stranger (Unmanaged), and since the request no longer fits the books the answer
+ * is their own OverBudget, naming the stranger's pid, comm and bandwidth. Once the stranger is gone
+ * (and a periodic look saw it go) the same Admit succeeds. */
+Test(capacity, stranger_named_when_the_kernel_is_busy, .timeout = 90) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        const uint64_t s_rt = 95 * MS;
+        uint64_t headroom = 0, need, u0, u1, id = 0;
+        char comm[32], who[96], *before;
+        HarnessChild *c, *stranger;
+        Harness *h;
+        int r;
+
+        harness_settle_kernel_count();
+        harness_require();
+        cr_assert_eq(harness_start(&h, config_strangers, NULL), 0);
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        cr_assert_eq(harness_spawn_child(h, 1, false, &stranger), 0);
+        cr_assert_eq(harness_probe_headroom(&headroom), 0);
+        if (headroom < harness_bw(s_rt, P100) + harness_bw(10 * MS, P100))
+                cr_skip_test("the kernel has only %.1f%% of a CPU left for deadline tasks",
+                             100.0 * (double) headroom / (double) BW_UNIT);
+        /* What the kernel will have left once the stranger runs, and 10% more: within group a. */
+        need = (headroom - harness_bw(s_rt, P100) + harness_bw(10 * MS, P100)) * P100 / BW_UNIT;
+        need = need / MS * MS;
+        cr_assert_leq(need, P100);
+
+        after_periodic_look(h);
+        u0 = get_u64(h, "Unmanaged");
+        before = harness_books_reservations(h);
+        cr_assert_eq(harness_dl_set(stranger->tids[0], s_rt, P100, P100, 0), 0, "the stranger's 95%%");
+        r = harness_admit(h, &e, c->pid, 0, "a", need, P100, P100, 0, &id);
+        assert_bus_error(r, &e, "Admit beside a stranger edfd has not seen yet", EDFD_ERROR_OVER_BUDGET);
+        read_comm(stranger->pid, stranger->tids[0], comm, sizeof comm);
+        if (stranger->tids[0] == stranger->pid)
+                snprintf(who, sizeof who, "pid %d (%s) holds 95%%", (int) stranger->pid, comm);
+        else
+                snprintf(who, sizeof who, "thread %d of pid %d (%s) holds 95%%", (int) stranger->tids[0],
+                         (int) stranger->pid, comm);
+        cr_log_info("Admit(%" PRIu64 " ms/100 ms) beside the stranger: %s: %s", need / MS, e.name, e.message);
+        cr_expect(strstr(e.message, who), "the refusal does not name the stranger (\"%s\"): %s", who, e.message);
+        cr_expect(strstr(e.message, "outside edfd"), "%s", e.message);
+        u1 = get_u64(h, "Unmanaged");
+        cr_expect_geq(u1, u0 + harness_bw(s_rt, P100), "Unmanaged is %" PRIu64 " (was %" PRIu64 "): the stranger's "
+                      "95%% is not in it", u1, u0);
+        harness_assert_other(c->pid);
+        {
+                _cleanup_free_ char *after = harness_books_reservations(h);
+                cr_expect_str_eq(after, before, "the refusal changed the reservations");
+        }
+        free(before);
+        assert_root_balances(h, "after the rescan");
+
+        /* The stranger ends; the next periodic look sees it gone, and the same Admit fits. */
+        cr_assert_eq(harness_dl_reset(stranger->tids[0]), 0);
+        harness_child_kill(stranger);
+        for (unsigned i = 0; i < 1500 && get_u64(h, "Unmanaged") > u0; i++)
+                harness_usleep(10 * 1000);
+        cr_assert_leq(get_u64(h, "Unmanaged"), u0, "Unmanaged did not drop after the stranger ended");
+        sd_bus_error_free(&e);
+        r = harness_admit(h, &e, c->pid, 0, "a", need, P100, P100, 0, &id);
+        assert_bus_ok(r, &e, "the same Admit once the stranger is gone");
+        harness_assert_dl(c->pid, need, P100, P100, 0);
+        assert_root_balances(h, "after the Admit");
+        cr_assert_geq(harness_call(h, NULL, NULL, "Release", "t", id), 0);
+        harness_child_kill(c);
+        harness_stop(h);
+}
+
+static const char config_ended[] = "default-group: a\n"
+                                   "groups:\n"
+                                   "  a: {bandwidth: 35%}\n"
+                                   "  b: {bandwidth: 135%}\n";
+
+/* No stranger holds it: a thread of edfd's (300 ms per 1 s) uses 250 ms and exits, and the kernel
+ * keeps its 30% until its 0-lag time (~0.6 s later). edfd's own threads hold the rest of the pool
+ * (in group b), so an Admit of 30% right after the exit fits the books but not the kernel: the answer
+ * is KernelRefused saying the bandwidth is most likely still held for deadline threads that ended,
+ * and within how many ms it comes back; after that the same Admit succeeds. */
+Test(capacity, ended_thread_named_when_the_kernel_is_busy, .timeout = 60) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        const uint64_t x_rt = 300 * MS, x_period = 1000 * MS, spin = 250 * MS;
+        uint64_t headroom = 0, fill, f1, f2, id_x, id_f1, id_f2 = 0, id = 0, u0, within = 0;
+        HarnessChild *c, *filler;
+        const char *p;
+        Harness *h;
+        int fds[2], r;
+        pid_t x;
+
+        harness_settle_kernel_count();
+        harness_require();
+        if (x_period > harness_period_max())
+                cr_skip_test("sched_deadline_period_max_us is below 1 s");
+        cr_assert_eq(harness_start(&h, config_ended, NULL), 0);
+        cr_assert_eq(harness_spawn_child(h, 1, false, &c), 0);
+        cr_assert_eq(harness_spawn_child(h, 2, false, &filler), 0);
+        cr_assert_eq(harness_probe_headroom(&headroom), 0);
+        /* The fillers leave the kernel 15% once the thread's 30% is taken too. */
+        if (headroom < harness_bw(120 * MS, P100) || headroom > harness_bw(200 * MS, P100))
+                cr_skip_test("the kernel has %.1f%% of a CPU left for deadline tasks, not between 120%% and 200%%",
+                             100.0 * (double) headroom / (double) BW_UNIT);
+        fill = (headroom - harness_bw(45 * MS, P100)) * P100 / BW_UNIT / MS * MS;
+        fill = MIN(fill, 135 * MS);
+        f1 = MIN(fill, 95 * MS);
+        f2 = fill - f1;
+        u0 = get_u64(h, "Unmanaged");
+
+        cr_assert_eq(pipe2(fds, O_CLOEXEC), 0);
+        x = fork();
+        cr_assert_geq(x, 0);
+        if (x == 0) {
+                close(fds[1]);
+                spin_then_exit(fds[0], spin);
+        }
+        close(fds[0]);
+        r = harness_admit(h, &e, x, 0, "a", x_rt, x_period, x_period, 0, &id_x);
+        assert_bus_ok(r, &e, "Admit(300ms/1s into a)");
+        r = harness_admit(h, &e, filler->pid, filler->tids[0], "b", f1, P100, P100, 0, &id_f1);
+        assert_bus_ok(r, &e, "Admit(filler 1 into b)");
+        if (f2 >= MS) {
+                r = harness_admit(h, &e, filler->pid, filler->tids[1], "b", f2, P100, P100, 0, &id_f2);
+                assert_bus_ok(r, &e, "Admit(filler 2 into b)");
+        }
+
+        (void) !write(fds[1], "x", 1);
+        close(fds[1]);
+        cr_assert_eq(waitpid(x, NULL, 0), x);
+        cr_assert_eq(harness_wait_signal(h, "ReservationRemoved", id_x, "exited", NULL), 0);
+        r = harness_admit(h, &e, c->pid, 0, "a", 30 * MS, P100, P100, 0, &id);
+        if (r >= 0)
+                cr_skip_test("the kernel gave the ended thread's bandwidth back at once (not at its 0-lag time)");
+        cr_log_info("Admit(30ms/100ms) right after the 300ms/1s thread ended: %s: %s", e.name, e.message);
+        assert_bus_error(r, &e, "Admit of the bandwidth an ended thread still holds", EDFD_ERROR_KERNEL_REFUSED);
+        cr_expect(strstr(e.message, "EBUSY"), "%s", e.message);
+        cr_expect(strstr(e.message, "still held for deadline threads that ended"), "%s", e.message);
+        cr_expect(!strstr(e.message, "outside edfd"), "no stranger is there: %s", e.message);
+        p = strstr(e.message, "expected back within ");
+        cr_assert(p, "the message does not say when it comes back: %s", e.message);
+        within = strtoull(p + strlen("expected back within "), NULL, 10);
+        cr_expect(within > 0 && within <= (x_period + 100 * MS) / MS, "back within %" PRIu64 " ms, not within the "
+                  "thread's period and edfd's slack", within);
+        cr_expect_eq(get_u64(h, "Unmanaged"), u0, "the rescan found a stranger where there is none");
+        harness_assert_other(c->pid);
+        assert_root_balances(h, "after the refusal");
+
+        /* When it said: the same Admit succeeds. */
+        harness_usleep((within + 50) * 1000);
+        sd_bus_error_free(&e);
+        r = harness_admit(h, &e, c->pid, 0, "a", 30 * MS, P100, P100, 0, &id);
+        assert_bus_ok(r, &e, "the same Admit once the ended thread's 0-lag time has passed");
+        harness_assert_dl(c->pid, 30 * MS, P100, P100, 0);
+        cr_assert_geq(harness_call(h, NULL, NULL, "Release", "t", id), 0);
+        cr_assert_geq(harness_call(h, NULL, NULL, "Release", "t", id_f1), 0);
+        if (id_f2)
+                cr_assert_geq(harness_call(h, NULL, NULL, "Release", "t", id_f2), 0);
+        harness_child_kill(filler);
+        harness_child_kill(c);
+        harness_stop(h);
+}
