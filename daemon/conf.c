@@ -1352,9 +1352,7 @@ static const ConfGroup *conf_find_group(const ConfGroup *gs, size_t n, const cha
         return NULL;
 }
 
-#define TOP_KEYS \
-        "capacity, fork, threads, min-split-runtime, default-group, cgroup-root, polkit, limits, placement, " \
-        "partitions, groups"
+#define TOP_KEYS "capacity, fork, threads, min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, groups"
 
 static void walk_config(Ctx *c, Node *root, Config *cfg) {
         const Node *dg = NULL;
