@@ -28,6 +28,7 @@ struct Cpusets {
         char *mount;
         char *unavailable;
         CpuMask present, online;
+        CpuMask shared; /* v2: edfd-partitions' own CPUs */
         CpusetPartition *last; /* the states the last poll or apply saw */
         size_t n_last;
 };
@@ -189,6 +190,15 @@ const CpuMask *cpusets_online(const Cpusets *c) {
         return &c->online;
 }
 
+void cpusets_set_shared(Cpusets *c, const CpuMask *shared) {
+        c->shared = shared ? *shared : (CpuMask) {};
+}
+
+/* The CPUs edfd-partitions keeps for itself: v2 only, and only while there are partitions. */
+static CpuMask shared_of(const Cpusets *c, size_t n) {
+        return c->backend == CPUSET_BACKEND_V2 && n > 0 ? c->shared : (CpuMask) {};
+}
+
 /* --- checks --- */
 
 static int union_of(const CpusetSpec *specs, size_t n, CpuMask *ret) {
@@ -226,6 +236,17 @@ int cpusets_check(Cpusets *c, const CpusetSpec *specs, size_t n, char ***ret_err
                                 r = strv_appendf(&errors, "partitions %s and %s share CPU %u", specs[j].name,
                                                  specs[i].name, cpu);
                 cpu_mask_or(&all, &specs[i].cpus);
+        }
+        if (r >= 0 && n > 0) {
+                CpuMask shared = shared_of(c, n);
+                unsigned cpu;
+
+                if (!cpu_mask_subset(&shared, &c->online, &cpu))
+                        r = strv_appendf(&errors, "the shared CPUs of %s: CPU %u is offline or does not exist",
+                                         CPUSET_DIR, cpu);
+                else if (cpu_mask_overlap(&shared, &all, &cpu))
+                        r = strv_appendf(&errors, "CPU %u is both shared and in a partition", cpu);
+                cpu_mask_or(&all, &shared);
         }
         if (r < 0)
                 return r;
@@ -395,7 +416,7 @@ static int list_names(const Cpusets *c, char ***ret) {
 }
 
 /* What every deadline thread holds, by where it is: bw[i] for the owned partition names[i], bw[n]
- * for everything else. */
+ * for everything else, bw[n + 1] for edfd-partitions itself (v2: its shared CPUs). */
 typedef struct Scan {
         const Cpusets *c;
         char *const *names;
@@ -416,7 +437,11 @@ static int scan_thread(const ProcEntry *e, void *userdata) {
         if (bw_of(attr.sched_runtime, attr.sched_period ?: attr.sched_deadline, &bw) < 0)
                 return 0;
         snprintf(path, sizeof path, "/proc/%d/task/%d/cpuset", (int) e->pid, (int) e->tid);
-        if (read_text(path, buf, sizeof buf) >= 0 && strncmp(buf, "/" CPUSET_DIR "/", strlen(CPUSET_DIR) + 2) == 0) {
+        if (read_text(path, buf, sizeof buf) < 0)
+                buf[0] = '\0';
+        if (strcmp(buf, "/" CPUSET_DIR) == 0 && s->c->backend == CPUSET_BACKEND_V2)
+                slot = s->n + 1;
+        else if (strncmp(buf, "/" CPUSET_DIR "/", strlen(CPUSET_DIR) + 2) == 0) {
                 rel = buf + strlen(CPUSET_DIR) + 2;
                 for (size_t i = 0; i < s->n; i++)
                         if (strcmp(rel, s->names[i]) == 0)
@@ -430,7 +455,7 @@ static int scan_thread(const ProcEntry *e, void *userdata) {
 static int scan(const Cpusets *c, char *const *names, size_t n, uint64_t *bw) {
         Scan s = { .c = c, .names = names, .n = n, .bw = bw };
 
-        memset(bw, 0, (n + 1) * sizeof(uint64_t));
+        memset(bw, 0, (n + 2) * sizeof(uint64_t));
         return proc_walk_all_threads(scan_thread, &s);
 }
 
@@ -450,7 +475,7 @@ int cpusets_list(Cpusets *c, CpusetPartition **ret, size_t *ret_n) {
         if (r < 0)
                 return r;
         n = strv_length(names);
-        bw = calloc(n + 1, sizeof(uint64_t));
+        bw = calloc(n + 2, sizeof(uint64_t));
         ps = calloc(MAX(n, (size_t) 1), sizeof(CpusetPartition));
         if (!bw || !ps) {
                 free(ps);
@@ -599,7 +624,7 @@ static const CpusetSpec *find_spec(const CpusetSpec *specs, size_t n, const char
 static int check_commit(Cpusets *c, const CpusetSpec *specs, size_t n, char *const *existing, uint64_t per_cpu_bw,
                         char **ret_error) {
         size_t m = strv_length(existing);
-        _cleanup_free_ uint64_t *bw = calloc(m + 1, sizeof(uint64_t));
+        _cleanup_free_ uint64_t *bw = calloc(m + 2, sizeof(uint64_t));
         char a[DURATION_MAX], b[DURATION_MAX], l[CPU_LIST_MAX];
         uint64_t rest_bw, cap;
         CpuMask all = {}, rest;
@@ -639,6 +664,23 @@ static int check_commit(Cpusets *c, const CpusetSpec *specs, size_t n, char *con
                         return -ENOSPC;
                 }
                 cpu_mask_or(&all, &specs[i].cpus);
+        }
+        {
+                CpuMask shared = shared_of(c, n);
+                uint64_t dir_bw = bw[m + 1];
+
+                if (n == 0 && bw_add(rest_bw, dir_bw, &rest_bw) < 0)
+                        rest_bw = UINT64_MAX;
+                if (__builtin_mul_overflow(per_cpu_bw, (uint64_t) cpu_mask_count(&shared), &cap))
+                        cap = UINT64_MAX;
+                if (n > 0 && dir_bw > cap) {
+                        if (asprintf(ret_error, "the shared CPUs of %s (%s) would admit %s, but its deadline threads "
+                                     "hold %s", CPUSET_DIR, cpu_mask_empty(&shared) ? "none" : mask_str(&shared, l),
+                                     bw_format(cap, a), bw_format(dir_bw, b)) < 0)
+                                *ret_error = NULL;
+                        return -ENOSPC;
+                }
+                cpu_mask_or(&all, &shared);
         }
         rest = c->online;
         cpu_mask_andnot(&rest, &all);
@@ -803,6 +845,11 @@ static int v2_apply(Cpusets *c, const CpusetSpec *specs, size_t n, char *const *
         if (!dir)
                 return -ENOMEM;
         (void) union_of(specs, n, &all);
+        {
+                CpuMask shared = shared_of(c, n);
+
+                cpu_mask_or(&all, &shared);
+        }
         for (size_t i = 0; existing && existing[i]; i++) {
                 _cleanup_free_ char *p = NULL;
 

@@ -87,6 +87,13 @@ const char *cpusets_unavailable(const Cpusets *c);
 /* The CPUs online when cpusets_open() looked. */
 const CpuMask *cpusets_online(const Cpusets *c);
 
+/* v2: the CPUs that edfd-partitions keeps for itself (none by default), where the other threads of
+ * a process moved in whole (cpusets_move_process()) run: the kernel refuses a task in a partition
+ * root that gave all its CPUs to its children (ENOSPC, seen in the VM). They are its own root domain
+ * and are taken from the root cgroup like the partitions' CPUs. Takes effect at the next
+ * cpusets_apply(); ignored on v1, where threads move alone. */
+void cpusets_set_shared(Cpusets *c, const CpuMask *shared);
+
 /* Check specs against the machine, touching nothing: CPUs that do not exist or are offline,
  * cpusets edfd does not own that share a CPU with a partition (named), no CPU left outside the
  * partitions (an error on v2, where the root cgroup has tasks of its own; a note on v1, where the
