@@ -580,16 +580,21 @@ static int v1_set(const char *rel, bool create, const char *const *kv) {
         return r;
 }
 
-static int v1_delete(const char *rel) {
+/* A libcgroup handle on the v1 cpuset REL with its controller, or NULL (out of memory). */
+static struct cgroup *v1_handle(const char *rel) {
         struct cgroup *cg = cgroup_new_cgroup(rel);
+
+        if (cg && !cgroup_add_controller(cg, "cpuset"))
+                cgroup_free(&cg);
+        return cg;
+}
+
+static int v1_delete(const char *rel) {
+        struct cgroup *cg = v1_handle(rel);
         int r;
 
         if (!cg)
                 return -ENOMEM;
-        if (!cgroup_add_controller(cg, "cpuset")) {
-                cgroup_free(&cg);
-                return -ENOMEM;
-        }
         /* 0: do not migrate tasks to the parent (only empty partitions are removed). */
         r = lcg_error(cgroup_delete_cgroup(cg, 0));
         cgroup_free(&cg);
@@ -597,15 +602,11 @@ static int v1_delete(const char *rel) {
 }
 
 static int v1_attach(const char *rel, pid_t tid) {
-        struct cgroup *cg = cgroup_new_cgroup(rel);
+        struct cgroup *cg = v1_handle(rel);
         int r;
 
         if (!cg)
                 return -ENOMEM;
-        if (!cgroup_add_controller(cg, "cpuset")) {
-                cgroup_free(&cg);
-                return -ENOMEM;
-        }
         r = lcg_error(cgroup_attach_task_pid(cg, tid));
         cgroup_free(&cg);
         return r;

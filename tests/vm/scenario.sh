@@ -625,16 +625,25 @@ else
                         "exit $rc" "$out" "$(part_states)" "effective $(cat "$pdir/cpuset.cpus.effective" 2>&1)"
         fi
 
-        sleep 1000 &
+        # The kernel checks a new deadline task against the root domain of the CPU it last ran on:
+        # a sleeping task moved into a partition is still on its old CPU until it wakes (chrt -p on
+        # it gets EPERM, seen here). So each helper waits on a FIFO, is moved, and is woken to run on
+        # its new CPU before it sleeps on as the deadline task.
+        mkfifo /run/edfd-vm-go1 /run/edfd-vm-go2
+        sh -c 'read x </run/edfd-vm-go1; exec sleep 1000' &
         sp1=$!
         bg+=($sp1)
-        sleep 1000 &
+        sh -c 'read x </run/edfd-vm-go2; exec sleep 1000' &
         sp2=$!
         bg+=($sp2)
         moves=
         for p in $sp1 $sp2; do
                 moves+="$p: $($probe move-process $p 2>&1; echo "exit $?") / $($probe move rt0 $p 2>&1; echo "exit $?"); "
         done
+        echo go >/run/edfd-vm-go1
+        echo go >/run/edfd-vm-go2
+        wait_until 50 comm_is $sp1 sleep
+        wait_until 50 comm_is $sp2 sleep
         cpus=$(sed -n 's/^Cpus_allowed_list:\t//p' /proc/$sp1/status)
         a=$(chrt -d --sched-runtime 8000000 --sched-deadline 10000000 --sched-period 10000000 -p 0 $sp1 2>&1; echo "exit $?")
         b=$(chrt -d --sched-runtime 2000000 --sched-deadline 10000000 --sched-period 10000000 -p 0 $sp2 2>&1; echo "exit $?")
@@ -655,23 +664,30 @@ else
                 echo 1 >/sys/devices/system/cpu/cpu1/online 2>/dev/null
         fi
 
-        # From outside: someone takes CPU 2 from edfd-partitions, so rt1 (CPU 2) cannot stay a partition.
-        out=$($probe poll "echo 1,3 >$pdir/cpuset.cpus" 2>&1)
+        # From outside: CPU 2, rt1's only CPU, taken offline. The kernel (6.1) turns a partition
+        # invalid on hotplug only while it has tasks (an empty one still reads "root"), so a normal
+        # process sits in rt1.
+        sleep 1000 &
+        sp3=$!
+        bg+=($sp3)
+        m3="$($probe move-process $sp3 2>&1; echo "exit $?") / $($probe move rt1 $sp3 2>&1; echo "exit $?")"
+        out=$($probe poll "echo 0 >/sys/devices/system/cpu/cpu2/online" 2>&1)
         seen=$(part_states)
+        echo 1 >/sys/devices/system/cpu/cpu2/online 2>/dev/null
         rep=$($probe apply _shared=3 rt0=1 rt1=2 2>&1)
         rc=$?
         if [[ $out == *"rt1 valid -> invalid"* ]] && [ $rc -eq 0 ] && [ "$(cat "$pdir/rt1/cpuset.cpus.partition")" = root ]; then
-                pass "a partition made invalid from outside is noticed by the poll, and the next apply repairs it"
+                pass "a partition made invalid from outside (its CPU offline) is noticed by the poll, and the next apply repairs it"
                 diag "$out" "$seen" "$rep"
         else
-                fail "a partition made invalid from outside is noticed by the poll, and the next apply repairs it" \
-                        "$out" "$seen" "repair: exit $rc: $rep" "$(part_states)"
+                fail "a partition made invalid from outside (its CPU offline) is noticed by the poll, and the next apply repairs it" \
+                        "move: $m3" "$out" "$seen" "repair: exit $rc: $rep" "$(part_states)"
         fi
 
         out=$($probe apply 2>&1)
         rc=$?
-        kill -KILL $sp1 $sp2 2>/dev/null
-        wait $sp1 $sp2 2>/dev/null
+        kill -KILL $sp1 $sp2 $sp3 2>/dev/null
+        wait $sp1 $sp2 $sp3 2>/dev/null
         out2=$($probe apply 2>&1)
         rc2=$?
         if [ $rc -eq 1 ] && [[ $out == *"holds"* ]] && [ $rc2 -eq 0 ] && [ ! -d "$pdir" ] &&
