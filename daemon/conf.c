@@ -907,6 +907,141 @@ static void walk_cgroup(Ctx *c, const Node *v, const char *group_path, char **re
         *ret = p;
 }
 
+/* --- partitions and placement (issue 21): the keys `placement:` (top level and per group) and
+ * `partitions:` --- */
+
+const char *conf_placement_to_string(ConfPlacement p) {
+        switch (p) {
+        case CONF_PLACEMENT_GLOBAL:
+                return "global";
+        case CONF_PLACEMENT_PARTITIONED:
+                return "partitioned";
+        default:
+                return NULL;
+        }
+}
+
+static bool get_placement(Ctx *c, const Node *v, ConfPlacement *ret) {
+        const char *s = scalar(c, v, "global or partitioned");
+        char buf[SHOW_BUF];
+
+        if (!s)
+                return false;
+        if (strcmp(s, "global") == 0)
+                *ret = CONF_PLACEMENT_GLOBAL;
+        else if (strcmp(s, "partitioned") == 0)
+                *ret = CONF_PLACEMENT_PARTITIONED;
+        else {
+                error_node(c, v, "\"%s\" is not a placement (expected global or partitioned)", show(s, v->len, buf));
+                return false;
+        }
+        return true;
+}
+
+/* A partition's name becomes a cpuset directory (and a word in `edfctl status`): letters, digits,
+ * _ . -, not starting with _ . or - (edfd's own directories start with _). */
+static const char *partition_name_problem(const char *s, size_t len) {
+        if (len == 0)
+                return "is empty";
+        if (len > CONF_PARTITION_NAME_MAX)
+                return "is longer than 32 bytes";
+        if (s[0] == '_' || s[0] == '.' || s[0] == '-')
+                return "must start with a letter or a digit";
+        for (size_t i = 0; i < len; i++)
+                if (!is_alnum(s[i]) && s[i] != '_' && s[i] != '.' && s[i] != '-')
+                        return "may hold only letters, digits, _ . and -";
+        return NULL;
+}
+
+static void conf_partitions_free(ConfPartition *ps, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(ps[i].name);
+        free(ps);
+}
+
+/* `partitions: {NAME: {cpus: LIST}, ...}`: each partition's CPUs parsed, none empty, no CPU in
+ * two partitions (both named). */
+static void walk_partitions(Ctx *c, Node *v, Config *cfg) {
+        ConfPartition *ps;
+        size_t n = 0;
+        bool empty;
+
+        if (!map_begin(c, v, "a mapping of partition names", true, &empty) || empty)
+                return;
+        ps = calloc(MAX(v->n / 2, (size_t) 1), sizeof(ConfPartition));
+        if (!ps) {
+                c->oom = true;
+                return;
+        }
+        for (size_t i = 0; i + 1 < v->n && !c->oom; i += 2) {
+                Node *k = v->items[i], *val = v->items[i + 1];
+                const Node *k_cpus = NULL;
+                const char *why;
+                char buf[SHOW_BUF];
+                bool ok = false;
+                CpuMask cpus = {};
+
+                if (k->skip)
+                        continue;
+                path_push(c, k->value);
+                why = partition_name_problem(k->value, k->len);
+                if (why)
+                        error_node(c, k, "the partition name \"%s\" %s", show(k->value, k->len, buf), why);
+                else if (n >= CONF_PARTITIONS_MAX)
+                        error_node(c, k, "more than %d partitions", CONF_PARTITIONS_MAX);
+                else if (map_begin(c, val, "a mapping with cpus: (such as cpus: \"1\")", false, &empty)) {
+                        for (size_t j = 0; j + 1 < val->n; j += 2) {
+                                Node *pk = val->items[j], *pv = val->items[j + 1];
+                                const char *s;
+
+                                if (pk->skip)
+                                        continue;
+                                path_push(c, pk->value);
+                                if (strcmp(pk->value, "cpus") == 0) {
+                                        k_cpus = pk;
+                                        s = scalar(c, pv, "a CPU list such as \"1\" or \"2-3\"");
+                                        if (s && cpu_mask_parse(s, pv->len, &cpus, &why) < 0)
+                                                error_node(c, pv, "\"%s\" %s", show(s, pv->len, buf), why);
+                                        else if (s && cpu_mask_empty(&cpus))
+                                                error_node(c, pv, "names no CPU");
+                                        else if (s)
+                                                ok = true;
+                                } else
+                                        unknown_key(c, pk, "cpus");
+                                path_pop(c);
+                        }
+                        if (!k_cpus)
+                                error_node(c, k, "a partition needs cpus: (such as cpus: \"1\")");
+                }
+                if (ok) {
+                        for (size_t j = 0; j < n; j++) {
+                                unsigned cpu;
+
+                                if (!cpu_mask_overlap(&ps[j].cpus, &cpus, &cpu))
+                                        continue;
+                                error_node(c, k, "CPU %u is in partition \"%s\" (%u:%u) too: partitions cannot share a CPU",
+                                           cpu, ps[j].name, ps[j].line, ps[j].column);
+                                ok = false;
+                                break;
+                        }
+                }
+                if (ok) {
+                        ps[n] = (ConfPartition) { .cpus = cpus, .line = k->line, .column = k->column };
+                        ps[n].name = strdup(k->value);
+                        if (!ps[n].name)
+                                c->oom = true;
+                        else
+                                n++;
+                }
+                path_pop(c);
+        }
+        conf_partitions_free(cfg->partitions, cfg->n_partitions);
+        cfg->partitions = ps;
+        cfg->n_partitions = n;
+}
+
+/* --- end of partitions and placement --- */
+
 static void walk_groups(Ctx *c, Node *v, const char *parent_path, unsigned depth, size_t inherited_users,
                         ConfGroup **ret, size_t *ret_n);
 
@@ -919,7 +1054,7 @@ static void conf_group_done(ConfGroup *g) {
         free(g->children);
 }
 
-#define GROUP_KEYS "runtime, period, bandwidth, fork, threads, min-split-runtime, users, cgroup, groups"
+#define GROUP_KEYS "runtime, period, bandwidth, fork, threads, min-split-runtime, users, cgroup, placement, groups"
 
 static void walk_group(Ctx *c, const Node *key, Node *v, const char *path, unsigned depth, size_t inherited_users,
                        ConfGroup *g) {
@@ -973,6 +1108,8 @@ static void walk_group(Ctx *c, const Node *key, Node *v, const char *path, unsig
                         walk_users(c, val, &g->users);
                 else if (strcmp(name, "cgroup") == 0)
                         walk_cgroup(c, val, path, &g->cgroup);
+                else if (strcmp(name, "placement") == 0)
+                        (void) get_placement(c, val, &g->placement);
                 else if (strcmp(name, "groups") == 0) {
                         k_groups = k;
                         v_groups = val;
@@ -1215,7 +1352,7 @@ static const ConfGroup *conf_find_group(const ConfGroup *gs, size_t n, const cha
         return NULL;
 }
 
-#define TOP_KEYS "capacity, fork, threads, min-split-runtime, default-group, cgroup-root, polkit, limits, groups"
+#define TOP_KEYS "capacity, fork, threads, min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, groups"
 
 static void walk_config(Ctx *c, Node *root, Config *cfg) {
         const Node *dg = NULL;
@@ -1287,6 +1424,10 @@ static void walk_config(Ctx *c, Node *root, Config *cfg) {
                                 cfg->polkit = polkit_mode_from_string(s);
                 } else if (strcmp(name, "limits") == 0)
                         walk_limits(c, v, cfg);
+                else if (strcmp(name, "placement") == 0)
+                        (void) get_placement(c, v, &cfg->placement);
+                else if (strcmp(name, "partitions") == 0)
+                        walk_partitions(c, v, cfg);
                 else if (strcmp(name, "groups") == 0) {
                         size_t before = c->n_errors;
 
@@ -1321,6 +1462,7 @@ Config *conf_free(Config *c) {
         for (size_t i = 0; i < c->n_groups; i++)
                 conf_group_done(&c->groups[i]);
         free(c->groups);
+        conf_partitions_free(c->partitions, c->n_partitions);
         free(c);
         return NULL;
 }
@@ -1350,6 +1492,7 @@ int conf_parse_buffer(const char *buf, size_t len, const char *filename, Config 
                 .threads = FORK_NONE,
                 .min_split_runtime = CONF_MIN_SPLIT_RUNTIME_DEFAULT,
                 .polkit = POLKIT_AUTO,
+                .placement = CONF_PLACEMENT_GLOBAL,
         };
 
         r = load(&c, &root);
@@ -1409,6 +1552,30 @@ int conf_parse_file(FILE *f, const char *filename, Config **ret, ConfErrors *err
                 }
         }
         return conf_parse_buffer(buf, len, filename, ret, errors);
+}
+
+ConfPlacement conf_placement_of(const Config *c, const char *group_path) {
+        ConfPlacement p = c->placement;
+        const ConfGroup *gs = c->groups;
+        size_t n = c->n_groups;
+
+        while (group_path && *group_path && strcmp(group_path, "/") != 0) {
+                const char *slash = strchr(group_path, '/');
+                size_t len = slash ? (size_t) (slash - group_path) : strlen(group_path);
+                const ConfGroup *g = NULL;
+
+                for (size_t i = 0; i < n && !g; i++)
+                        if (strlen(gs[i].name) == len && memcmp(gs[i].name, group_path, len) == 0)
+                                g = &gs[i];
+                if (!g)
+                        return CONF_PLACEMENT_UNSET;
+                if (g->placement != CONF_PLACEMENT_UNSET)
+                        p = g->placement;
+                gs = g->children;
+                n = g->n_children;
+                group_path = slash ? slash + 1 : NULL;
+        }
+        return p;
 }
 
 const ConfLimit *conf_find_limit(const Config *c, const char *user) {
@@ -1579,6 +1746,14 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
         fprintf(out, "default-group: %s\n", c->default_group ?: "/");
         fprintf(out, "cgroup-root: %s\n", c->cgroup_root ?: CONF_CGROUP_ROOT_DEFAULT);
         fprintf(out, "polkit: %s\n", polkit_mode_to_string(c->polkit) ?: "?");
+        fprintf(out, "placement: %s\n", conf_placement_to_string(c->placement) ?: "?");
+        fprintf(out, "partitions:%s\n", c->n_partitions == 0 ? " none" : "");
+        for (size_t i = 0; i < c->n_partitions; i++) {
+                char cpus[CPU_LIST_MAX];
+
+                fprintf(out, "  %s: cpus %s\n", c->partitions[i].name,
+                        cpu_mask_format(&c->partitions[i].cpus, cpus, sizeof cpus) ?: "?");
+        }
         fprintf(out, "limits:%s\n", c->n_limits == 0 ? " none" : "");
         for (size_t i = 0; i < c->n_limits; i++) {
                 const ConfLimit *l = &c->limits[i];

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "basic/cpulist.h"
 #include "core/params.h"
 #include "core/tree.h"
 
@@ -73,6 +74,33 @@ typedef struct ConfLimit {
         unsigned line, column;   /* of the user's key */
 } ConfLimit;
 
+/* --- partitions and placement (issue 21) --- */
+
+/* How a group's reservations are placed: on the CPUs outside every partition, where the kernel runs
+ * global EDF (bounded tardiness only), or each on one CPU of a partition (its own root domain).
+ * Inherited: a group without `placement:` places as its parent; the root's default is global. */
+typedef enum ConfPlacement {
+        CONF_PLACEMENT_UNSET,
+        CONF_PLACEMENT_GLOBAL,
+        CONF_PLACEMENT_PARTITIONED,
+} ConfPlacement;
+
+/* "global", "partitioned"; NULL for anything else (and for UNSET). */
+const char *conf_placement_to_string(ConfPlacement p);
+
+/* Longest partition name: it becomes a cpuset directory's name. */
+#define CONF_PARTITION_NAME_MAX 32
+#define CONF_PARTITIONS_MAX 256
+
+/* One partition edfd owns: a name and its CPUs (never empty, never shared with another). What
+ * the machine says about them (CPUs that exist and are online, foreign cpusets) is checked by the
+ * cpuset adapter at start, not here. */
+typedef struct ConfPartition {
+        char *name;
+        CpuMask cpus;
+        unsigned line, column; /* of the partition's key */
+} ConfPartition;
+
 typedef struct ConfGroup ConfGroup;
 struct ConfGroup {
         char *name;                  /* one path component */
@@ -81,6 +109,7 @@ struct ConfGroup {
         uint64_t min_split_runtime;  /* 0: as the parent */
         char **users;                /* NULL: as the parent; empty (non-NULL): nobody */
         char *cgroup;                /* relative to cgroup-root, or NULL for none */
+        ConfPlacement placement;     /* UNSET: as the parent */
         ConfGroup *children;
         size_t n_children;
         unsigned line, column;       /* of the group's key */
@@ -100,6 +129,9 @@ typedef struct Config {
         size_t n_groups;
         unsigned groups_line, groups_column;               /* of the `groups` key, 0 when absent */
         unsigned default_group_line, default_group_column; /* of its value, 0 when absent */
+        ConfPlacement placement;     /* the root's: global unless `placement:` says otherwise */
+        ConfPartition *partitions;   /* in file order */
+        size_t n_partitions;
 } Config;
 
 /* Collected errors, one line each, without a trailing newline. Start with {} (zeroed). */
@@ -119,6 +151,11 @@ int conf_parse_file(FILE *f, const char *filename, Config **ret, ConfErrors *err
 Config *conf_free(Config *c);
 /* Free the lines of e and zero it. */
 void conf_errors_done(ConfErrors *e);
+
+/* The placement of the group at group_path ("a/b"; NULL, "" or "/" is the root): its own
+ * `placement:`, else its nearest ancestor's, else the top-level one. CONF_PLACEMENT_UNSET when
+ * there is no such group. */
+ConfPlacement conf_placement_of(const Config *c, const char *group_path);
 
 /* The limit entry that applies to user: their own, else "default", else NULL (unlimited). */
 const ConfLimit *conf_find_limit(const Config *c, const char *user);

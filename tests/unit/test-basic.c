@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "basic/cpulist.h"
 #include "basic/hashmap.h"
 #include "basic/macro.h"
 #include "basic/parse.h"
@@ -534,4 +535,74 @@ Test(proc, walk) {
         close(to_thread[1]);
         close(from_thread[0]);
         close(from_thread[1]);
+}
+
+/* --- CPU lists --- */
+
+Test(cpulist, parse_and_format_round_trip) {
+        static const struct {
+                const char *in, *out;
+                unsigned count;
+        } ok[] = {
+                { "", "", 0 },          { "\n", "", 0 },          { "0", "0", 1 },
+                { "1\n", "1", 1 },      { "0-1", "0-1", 2 },      { "2-3,5", "2-3,5", 3 },
+                { "5,2-3", "2-3,5", 3 }, { "1,2,3", "1-3", 3 },   { "0-1023", "0-1023", 1024 },
+                { "1023", "1023", 1 },  { "3-3", "3", 1 },        { "0,2,4", "0,2,4", 3 },
+        };
+        for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+                CpuMask m;
+                char buf[CPU_LIST_MAX];
+
+                cr_assert_eq(cpu_mask_parse(ok[i].in, strlen(ok[i].in), &m, NULL), 0, "%s", ok[i].in);
+                cr_assert_eq(cpu_mask_count(&m), ok[i].count, "%s", ok[i].in);
+                cr_assert_str_eq(cpu_mask_format(&m, buf, sizeof buf), ok[i].out);
+        }
+}
+
+Test(cpulist, refusals_say_why) {
+        static const struct {
+                const char *in, *reason;
+                int r;
+        } bad[] = {
+                { "a", "is not a CPU list", -EINVAL },    { "1,", "is not a CPU list", -EINVAL },
+                { ",1", "is not a CPU list", -EINVAL },   { "1,,2", "is not a CPU list", -EINVAL },
+                { "-1", "is not a CPU list", -EINVAL },   { "1-", "is not a CPU list", -EINVAL },
+                { "01", "is not a CPU list", -EINVAL },   { " 1", "is not a CPU list", -EINVAL },
+                { "1-2-3", "is not a CPU list", -EINVAL }, { "3-1", "has a reversed range", -EINVAL },
+                { "1024", "names a CPU above 1023", -ERANGE },
+                { "0-99999999999", "names a CPU above 1023", -ERANGE },
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                CpuMask m = { .w = { 42 } };
+                const char *reason = NULL;
+
+                cr_assert_eq(cpu_mask_parse(bad[i].in, strlen(bad[i].in), &m, &reason), bad[i].r, "%s", bad[i].in);
+                cr_assert(reason && strstr(reason, bad[i].reason), "%s: %s", bad[i].in, reason ?: "(none)");
+                cr_assert_eq(m.w[0], 42, "written on failure: %s", bad[i].in);
+        }
+}
+
+Test(cpulist, set_operations) {
+        CpuMask a, b, c;
+        unsigned cpu = 0;
+        char buf[16];
+
+        cr_assert_eq(cpu_mask_parse("1-3", 3, &a, NULL), 0);
+        cr_assert_eq(cpu_mask_parse("3,70", 4, &b, NULL), 0);
+        cr_assert(cpu_mask_overlap(&a, &b, &cpu));
+        cr_assert_eq(cpu, 3);
+        cr_assert_not(cpu_mask_subset(&b, &a, &cpu));
+        cr_assert_eq(cpu, 70);
+        c = a;
+        cpu_mask_andnot(&c, &b);
+        cr_assert_str_eq(cpu_mask_format(&c, buf, sizeof buf), "1-2");
+        cr_assert_not(cpu_mask_overlap(&c, &b, NULL));
+        cr_assert(cpu_mask_subset(&c, &a, NULL));
+        cpu_mask_or(&c, &b);
+        cr_assert_str_eq(cpu_mask_format(&c, buf, sizeof buf), "1-3,70");
+        cr_assert_eq(cpu_mask_first(&c), 1);
+        cr_assert_null(cpu_mask_format(&c, buf, 4), "a list that does not fit is refused");
+        c = (CpuMask) {};
+        cr_assert(cpu_mask_empty(&c));
+        cr_assert_eq(cpu_mask_first(&c), -1);
 }

@@ -565,10 +565,10 @@ Test(conf, value_errors) {
                   "t.yaml:2:3: limits.a b: \"a b\" is not a user name (letters, digits, _ . - only)" },
                 { "- a\n- b\n", 1,
                   "t.yaml:1:1: the configuration must be a mapping of keys (capacity, fork, threads, "
-                  "min-split-runtime, default-group, cgroup-root, polkit, limits, groups), not a sequence" },
+                  "min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, groups), not a sequence" },
                 { "just a string\n", 1,
                   "t.yaml:1:1: the configuration must be a mapping of keys (capacity, fork, threads, "
-                  "min-split-runtime, default-group, cgroup-root, polkit, limits, groups), not a single value" },
+                  "min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, groups), not a single value" },
                 { "fork: \"sp\\0lit\"\n", 1, "t.yaml:1:7: fork: contains a NUL character" },
         };
 
@@ -580,10 +580,10 @@ Test(conf, structure_errors) {
                 /* unknown keys, at every level */
                 { "capasity: auto\n", 1,
                   "t.yaml:1:1: capasity: unknown key (expected one of: capacity, fork, threads, min-split-runtime, "
-                  "default-group, cgroup-root, polkit, limits, groups)" },
+                  "default-group, cgroup-root, polkit, limits, placement, partitions, groups)" },
                 { "groups:\n  a:\n    bandwidth: 1%\n    perod: 1ms\n", 1,
                   "t.yaml:4:5: groups.a.perod: unknown key (expected one of: runtime, period, bandwidth, fork, "
-                  "threads, min-split-runtime, users, cgroup, groups)" },
+                  "threads, min-split-runtime, users, cgroup, placement, groups)" },
                 { "limits:\n  default:\n    bw: 1%\n", 1,
                   "t.yaml:3:5: limits.default.bw: unknown key (expected one of: bandwidth, reservations, rate)" },
                 /* duplicate keys, at every level, each reported at its second occurrence */
@@ -1302,4 +1302,83 @@ Test(conf, check_print) {
                               "on this machine)\n");
         free(out);
         free(err);
+}
+
+/* --- partitions and placement (issue 21) --- */
+
+Test(conf, partitions_and_placement) {
+        Config *c = parse_ok("placement: partitioned\n"
+                             "partitions:\n"
+                             "  rt0: {cpus: \"1\"}\n"
+                             "  rt1:\n"
+                             "    cpus: 2-3,5\n"
+                             "groups:\n"
+                             "  audio:\n"
+                             "    bandwidth: 20%\n"
+                             "    placement: global\n"
+                             "    groups:\n"
+                             "      pw: {bandwidth: 10%}\n"
+                             "      jack: {bandwidth: 10%, placement: partitioned}\n"
+                             "  video: {bandwidth: 10%}\n");
+        char buf[CPU_LIST_MAX];
+
+        cr_assert_eq(c->n_partitions, 2);
+        cr_assert_str_eq(c->partitions[0].name, "rt0");
+        cr_assert_str_eq(cpu_mask_format(&c->partitions[0].cpus, buf, sizeof buf), "1");
+        cr_assert_eq(c->partitions[0].line, 3);
+        cr_assert_str_eq(c->partitions[1].name, "rt1");
+        cr_assert_str_eq(cpu_mask_format(&c->partitions[1].cpus, buf, sizeof buf), "2-3,5");
+        cr_assert_eq(c->placement, CONF_PLACEMENT_PARTITIONED);
+        cr_assert_eq(conf_placement_of(c, "/"), CONF_PLACEMENT_PARTITIONED);
+        cr_assert_eq(conf_placement_of(c, NULL), CONF_PLACEMENT_PARTITIONED);
+        cr_assert_eq(conf_placement_of(c, "audio"), CONF_PLACEMENT_GLOBAL);
+        cr_assert_eq(conf_placement_of(c, "audio/pw"), CONF_PLACEMENT_GLOBAL, "inherited from audio");
+        cr_assert_eq(conf_placement_of(c, "audio/jack"), CONF_PLACEMENT_PARTITIONED);
+        cr_assert_eq(conf_placement_of(c, "video"), CONF_PLACEMENT_PARTITIONED, "inherited from the top");
+        cr_assert_eq(conf_placement_of(c, "nope"), CONF_PLACEMENT_UNSET);
+        cr_assert_eq(conf_placement_of(c, "audio/nope"), CONF_PLACEMENT_UNSET);
+        conf_free(c);
+
+        c = parse_ok("partitions:\n");
+        cr_assert_eq(c->n_partitions, 0);
+        cr_assert_eq(c->placement, CONF_PLACEMENT_GLOBAL, "the shipped default is global");
+        cr_assert_str_eq(conf_placement_to_string(CONF_PLACEMENT_PARTITIONED), "partitioned");
+        cr_assert_null(conf_placement_to_string(CONF_PLACEMENT_UNSET));
+        conf_free(c);
+}
+
+Test(conf, partition_errors) {
+        static const ErrorCase cases[] = {
+                { "placement: local\n", 1,
+                  "t.yaml:1:12: placement: \"local\" is not a placement (expected global or partitioned)" },
+                { "groups:\n  a: {bandwidth: 1%, placement: [x]}\n", 1,
+                  "t.yaml:2:33: groups.a.placement: expected global or partitioned, not a sequence" },
+                { "partitions: [rt0]\n", 1, "t.yaml:1:13: partitions: expected a mapping of partition names, not a "
+                  "sequence" },
+                { "partitions:\n  rt0: 1\n", 1,
+                  "t.yaml:2:8: partitions.rt0: expected a mapping with cpus: (such as cpus: \"1\"), not a single "
+                  "value" },
+                { "partitions:\n  rt0: {}\n", 1,
+                  "t.yaml:2:3: partitions.rt0: a partition needs cpus: (such as cpus: \"1\")" },
+                { "partitions:\n  rt0: {cpus: \"1\", mems: 0}\n", 1,
+                  "t.yaml:2:20: partitions.rt0.mems: unknown key (expected one of: cpus)" },
+                { "partitions:\n  rt0: {cpus: \"3-1\"}\n", 1,
+                  "t.yaml:2:15: partitions.rt0.cpus: \"3-1\" has a reversed range" },
+                { "partitions:\n  rt0: {cpus: \"\"}\n", 1, "t.yaml:2:15: partitions.rt0.cpus: names no CPU" },
+                { "partitions:\n  rt0: {cpus: 1024}\n", 1,
+                  "t.yaml:2:15: partitions.rt0.cpus: \"1024\" names a CPU above 1023" },
+                { "partitions:\n  rt0: {cpus: one}\n", 1,
+                  "t.yaml:2:15: partitions.rt0.cpus: \"one\" is not a CPU list (write it as 1 or 2-3,5)" },
+                { "partitions:\n  _rt: {cpus: 1}\n", 1,
+                  "t.yaml:2:3: partitions._rt: the partition name \"_rt\" must start with a letter or a digit" },
+                { "partitions:\n  \"r/t\": {cpus: 1}\n", 1,
+                  "t.yaml:2:3: partitions.r/t: the partition name \"r/t\" may hold only letters, digits, _ . and -" },
+                { "partitions:\n  rt0: {cpus: 1-2}\n  rt1: {cpus: \"0,2\"}\n", 1,
+                  "t.yaml:3:3: partitions.rt1: CPU 2 is in partition \"rt0\" (2:3) too: partitions cannot share a "
+                  "CPU" },
+                { "partitions:\n  rt0: {cpus: 1}\n  rt0: {cpus: 2}\n", 1,
+                  "t.yaml:3:3: partitions.rt0: duplicate key \"rt0\" (first given at 2:3)" },
+        };
+
+        check_errors(cases, ELEMENTSOF(cases));
 }

@@ -148,6 +148,12 @@ ninja -C "$guest_build" -j2 >>"$build_log" 2>&1 || host_fail "guest build" "ninj
 for bin in daemon/edfd client/edfctl; do
         [ -x "$guest_build/$bin" ] || host_fail "guest build" "$guest_build/$bin was not built" "$build_log"
 done
+# The cpuset adapter as a command (cpuset-probe.c), until edfd makes its partitions itself: linked
+# against the guest build's static libraries and libcgroup's static one (no package more in the guest).
+cc -O2 -Wall -Wextra -D_GNU_SOURCE -o "$guest_build/cpuset-probe" "$here/cpuset-probe.c" -I"$src/daemon" -I"$src/lib" \
+        -I"$guest_build" "$guest_build/daemon/libedfd-adapters.a" "$guest_build/lib/core/libedfd-core.a" \
+        "$guest_build/lib/basic/libedfd-basic.a" /usr/lib/x86_64-linux-gnu/libcgroup.a -lpthread \
+        >>"$build_log" 2>&1 || host_fail "guest build" "cannot build cpuset-probe" "$build_log"
 lap "guest build" $t
 
 # --- 2. the kernel ---
@@ -294,6 +300,7 @@ mkdir -p "$stage/var/log/journal" # persistent: read back from the image when th
 install -D -m 0644 "$here/edfd-vm.yaml" "$stage/etc/edfd/edfd.yaml"
 install -D -m 0644 "$here/edfd-vm-test.rules" "$stage/etc/polkit-1/rules.d/50-edfd-vm-test.rules"
 install -D -m 0755 "$here/scenario.sh" "$stage/usr/local/libexec/edfd-vm/scenario"
+install -D -m 0755 "$guest_build/cpuset-probe" "$stage/usr/local/libexec/edfd-vm/cpuset-probe"
 install -D -m 0644 "$here/edfd-vm-test.service" "$stage/etc/systemd/system/edfd-vm-test.service"
 systemctl --root="$stage" enable edfd.service edfd-vm-test.service >"$work/enable.log" 2>&1 ||
         host_fail "image" "systemctl --root enable edfd.service failed" "$work/enable.log"
@@ -311,7 +318,7 @@ log=$guest_build/vm-serial.log
 cmdline="console=ttyS0 panic=-1 quiet rw systemd.unified_cgroup_hierarchy=1"
 cmdline+=" systemd.mask=serial-getty@ttyS0.service systemd.mask=getty@tty1.service"
 timeout --kill-after=10 "$vm_timeout" qemu-system-x86_64 \
-        -accel tcg,thread=multi -cpu max -smp 2 -m 1024 \
+        -accel tcg,thread=multi -cpu max -smp 4 -m 1024 \
         -nodefaults -display none -no-reboot -monitor none -nic none \
         -serial "file:$log" \
         -kernel "$vmlinuz" -initrd "$work/initrd.gz" -append "$cmdline" \

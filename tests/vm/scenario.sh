@@ -577,4 +577,127 @@ else
                 "still deadline:${bad:- none}" "$out"
 fi
 
+# --- cpuset partitions (cgroup v2), through the adapter's command cpuset-probe ---
+# Four CPUs: the root cgroup keeps CPU 0, three 1-CPU partitions take 1, 2 and 3.
+
+probe=/usr/local/libexec/edfd-vm/cpuset-probe
+pdir=/sys/fs/cgroup/edfd-partitions
+part_states() {
+        local d
+        for d in "$pdir"/*/; do
+                [ -d "$d" ] && echo "$(basename "$d"): cpus $(cat "$d/cpuset.cpus") partition $(cat "$d/cpuset.cpus.partition") type $(cat "$d/cgroup.type")"
+        done
+        echo "edfd-partitions: cpus $(cat "$pdir/cpuset.cpus" 2>&1) partition $(cat "$pdir/cpuset.cpus.partition" 2>&1)"
+}
+if [ "$(nproc)" -lt 4 ]; then
+        fail "cpuset partitions" "the VM has $(nproc) CPUs, the partition checks need 4"
+else
+        out=$($probe apply all=0-3 2>&1)
+        rc=$?
+        if [ $rc -eq 1 ] && [[ $out == *"must keep one"* ]] && [ ! -d "$pdir" ]; then
+                pass "partitions taking every CPU are refused (the root cgroup must keep one), nothing made"
+        else
+                fail "partitions taking every CPU are refused (the root cgroup must keep one), nothing made" \
+                        "exit $rc" "$out" "$(ls -d "$pdir" 2>&1)"
+        fi
+
+        out=$($probe apply rt0=1 rt1=2 rt2=3 2>&1)
+        rc=$?
+        list=$($probe list 2>&1)
+        if [ $rc -eq 0 ] && [ "$(grep -c ' valid ' <<<"$list")" -eq 3 ] &&
+           [ "$(cat "$pdir/rt0/cpuset.cpus.partition" "$pdir/rt1/cpuset.cpus.partition" "$pdir/rt2/cpuset.cpus.partition" | sort -u)" = root ] &&
+           [ "$(cat /sys/fs/cgroup/cpuset.cpus.effective)" = 0 ]; then
+                pass "three partitions created (threaded, cpuset.cpus.partition = root), the root cgroup keeps CPU 0"
+                diag "$out" "$list" "$(part_states)"
+        else
+                fail "three partitions created (threaded, cpuset.cpus.partition = root), the root cgroup keeps CPU 0" \
+                        "exit $rc; root effective $(cat /sys/fs/cgroup/cpuset.cpus.effective 2>&1)" "$out" "$list" "$(part_states)"
+        fi
+
+        # For processes that move in whole, edfd-partitions keeps CPU 3 for their other threads.
+        out=$($probe apply _shared=3 rt0=1 rt1=2 2>&1)
+        rc=$?
+        if [ $rc -eq 0 ] && [ "$(cat "$pdir/cpuset.cpus")" = 1-3 ] && [ "$(cat "$pdir/cpuset.cpus.effective")" = 3 ] &&
+           [ ! -d "$pdir/rt2" ] && [ "$(cat "$pdir/rt1/cpuset.cpus.partition")" = root ]; then
+                pass "an empty partition removed and its CPU kept by edfd-partitions for moved processes' other threads"
+        else
+                fail "an empty partition removed and its CPU kept by edfd-partitions for moved processes' other threads" \
+                        "exit $rc" "$out" "$(part_states)" "effective $(cat "$pdir/cpuset.cpus.effective" 2>&1)"
+        fi
+
+        # The kernel checks a new deadline task against the root domain of the CPU it last ran on:
+        # a sleeping task moved into a partition is still on its old CPU until it wakes (chrt -p on
+        # it gets EPERM, seen here). So each helper waits on a FIFO, is moved, and is woken to run on
+        # its new CPU before it sleeps on as the deadline task.
+        mkfifo /run/edfd-vm-go1 /run/edfd-vm-go2
+        sh -c 'read x </run/edfd-vm-go1; exec sleep 1000' &
+        sp1=$!
+        bg+=($sp1)
+        sh -c 'read x </run/edfd-vm-go2; exec sleep 1000' &
+        sp2=$!
+        bg+=($sp2)
+        moves=
+        for p in $sp1 $sp2; do
+                moves+="$p: $($probe move-process $p 2>&1; echo "exit $?") / $($probe move rt0 $p 2>&1; echo "exit $?"); "
+        done
+        echo go >/run/edfd-vm-go1
+        echo go >/run/edfd-vm-go2
+        wait_until 50 comm_is $sp1 sleep
+        wait_until 50 comm_is $sp2 sleep
+        cpus=$(sed -n 's/^Cpus_allowed_list:\t//p' /proc/$sp1/status)
+        a=$(chrt -d --sched-runtime 8000000 --sched-deadline 10000000 --sched-period 10000000 -p 0 $sp1 2>&1; echo "exit $?")
+        b=$(chrt -d --sched-runtime 2000000 --sched-deadline 10000000 --sched-period 10000000 -p 0 $sp2 2>&1; echo "exit $?")
+        if [ "$cpus" = 1 ] && is_deadline $sp1 && [[ $b == *"busy"* ]] && ! is_deadline $sp2; then
+                pass "a process moved whole into edfd-partitions, its thread into rt0: CPU 1 only, 80% admitted, 20% more refused by the kernel (EBUSY)"
+        else
+                fail "a process moved whole into edfd-partitions, its thread into rt0: CPU 1 only, 80% admitted, 20% more refused by the kernel (EBUSY)" \
+                        "Cpus_allowed_list $cpus" "moves: $moves" "80%: $a" "20%: $b" "$(cat /proc/$sp1/cgroup)" "$($probe list 2>&1)"
+        fi
+
+        o=$( (echo 0 >/sys/devices/system/cpu/cpu1/online) 2>&1; echo "exit $?")
+        if is_deadline $sp1 && [ "$(cat /sys/devices/system/cpu/cpu1/online)" = 1 ] &&
+           [ "$(cat "$pdir/rt0/cpuset.cpus.partition")" = root ] && [[ $o == *"busy"* ]]; then
+                pass "taking CPU 1 offline under rt0's deadline bandwidth is refused (EBUSY); rt0 stays as it was"
+        else
+                fail "taking CPU 1 offline under rt0's deadline bandwidth is refused (EBUSY); rt0 stays as it was" \
+                        "offline: $o" "cpu1 online $(cat /sys/devices/system/cpu/cpu1/online)" "$(part_states)"
+                echo 1 >/sys/devices/system/cpu/cpu1/online 2>/dev/null
+        fi
+
+        # From outside: CPU 2, rt1's only CPU, taken offline. The kernel (6.1) turns a partition
+        # invalid on hotplug only while it has tasks (an empty one still reads "root"), so a normal
+        # process sits in rt1.
+        sleep 1000 &
+        sp3=$!
+        bg+=($sp3)
+        m3="$($probe move-process $sp3 2>&1; echo "exit $?") / $($probe move rt1 $sp3 2>&1; echo "exit $?")"
+        out=$($probe poll "echo 0 >/sys/devices/system/cpu/cpu2/online" 2>&1)
+        seen=$(part_states)
+        echo 1 >/sys/devices/system/cpu/cpu2/online 2>/dev/null
+        rep=$($probe apply _shared=3 rt0=1 rt1=2 2>&1)
+        rc=$?
+        if [[ $out == *"rt1 valid -> invalid"* ]] && [ $rc -eq 0 ] && [ "$(cat "$pdir/rt1/cpuset.cpus.partition")" = root ]; then
+                pass "a partition made invalid from outside (its CPU offline) is noticed by the poll, and the next apply repairs it"
+                diag "$out" "$seen" "$rep"
+        else
+                fail "a partition made invalid from outside (its CPU offline) is noticed by the poll, and the next apply repairs it" \
+                        "move: $m3" "$out" "$seen" "repair: exit $rc: $rep" "$(part_states)"
+        fi
+
+        out=$($probe apply 2>&1)
+        rc=$?
+        kill -KILL $sp1 $sp2 $sp3 2>/dev/null
+        wait $sp1 $sp2 $sp3 2>/dev/null
+        out2=$($probe apply 2>&1)
+        rc2=$?
+        if [ $rc -eq 1 ] && [[ $out == *"holds"* ]] && [ $rc2 -eq 0 ] && [ ! -d "$pdir" ] &&
+           [ "$(cat /sys/fs/cgroup/cpuset.cpus.effective)" = 0-3 ]; then
+                pass "partitions holding threads are not removed; once empty they are, and the root has CPUs 0-3 again"
+        else
+                fail "partitions holding threads are not removed; once empty they are, and the root has CPUs 0-3 again" \
+                        "busy: exit $rc: $out" "empty: exit $rc2: $out2" "$(part_states 2>&1)" \
+                        "root effective $(cat /sys/fs/cgroup/cpuset.cpus.effective 2>&1)"
+        fi
+fi
+
 [ "$failed" -eq 0 ]

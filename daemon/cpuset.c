@@ -1,0 +1,1045 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The cpuset adapter (see cpuset.h). libcgroup does the v1 directories (create with values in
+ * order, modify, delete, attach a thread to the tasks file); on v2 every file is written directly:
+ * libcgroup has no call for cgroup.type or cpuset.cpus.partition, and cgroup.c's verdict on its v2
+ * support holds (docs/design.md, "libcgroup, call by call"). Reads are direct on both. */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libcgroup.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "basic/macro.h"
+#include "basic/proc.h"
+#include "basic/sched-attr.h"
+#include "basic/strv.h"
+#include "core/bandwidth.h"
+#include "core/duration.h"
+#include "cpuset.h"
+
+struct Cpusets {
+        CpusetBackend backend;
+        char *mount;
+        char *unavailable;
+        CpuMask present, online;
+        CpuMask shared; /* v2: edfd-partitions' own CPUs */
+        CpusetPartition *last; /* the states the last poll or apply saw */
+        size_t n_last;
+};
+
+const char *cpuset_backend_to_string(CpusetBackend b) {
+        static const char *const names[] = { "none", "cgroup-v1", "cgroup-v2" };
+        return (unsigned) b < ELEMENTSOF(names) ? names[b] : NULL;
+}
+
+const char *cpuset_state_to_string(CpusetState s) {
+        static const char *const names[] = { "absent", "valid", "invalid" };
+        return (unsigned) s < ELEMENTSOF(names) ? names[s] : NULL;
+}
+
+/* --- small file helpers --- */
+
+static int read_text(const char *path, char *buf, size_t size) {
+        size_t len;
+        int r = proc_read_file(AT_FDCWD, path, 0, buf, size, &len);
+
+        if (r < 0)
+                return r;
+        while (len > 0 && buf[len - 1] == '\n')
+                buf[--len] = '\0';
+        return 0;
+}
+
+static int read_mask(const char *path, CpuMask *ret) {
+        char buf[CPU_LIST_MAX];
+        int r = read_text(path, buf, sizeof buf);
+
+        if (r < 0)
+                return r;
+        return cpu_mask_parse(buf, strlen(buf), ret, NULL) < 0 ? -EBADMSG : 0;
+}
+
+static int write_text(const char *path, const char *s) {
+        int fd = open(path, O_WRONLY | O_CLOEXEC);
+        ssize_t n;
+        int r = 0;
+
+        if (fd < 0)
+                return -errno;
+        n = write(fd, s, strlen(s));
+        if (n < 0)
+                r = -errno;
+        else if ((size_t) n != strlen(s))
+                r = -EIO;
+        close(fd);
+        return r;
+}
+
+_printf_(2, 3) static int strv_appendf(char ***l, const char *fmt, ...) {
+        size_t n = strv_length(*l);
+        char *s, **nl;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        nl = realloc(*l, (n + 2) * sizeof(char *));
+        if (!nl) {
+                free(s);
+                return -ENOMEM;
+        }
+        nl[n] = s;
+        nl[n + 1] = NULL;
+        *l = nl;
+        return 0;
+}
+
+static char *path_of(const Cpusets *c, const char *name, const char *file) {
+        char *p;
+
+        if (asprintf(&p, "%s/%s%s%s%s%s", c->mount, CPUSET_DIR, name ? "/" : "", name ?: "", file ? "/" : "",
+                     file ?: "") < 0)
+                return NULL;
+        return p;
+}
+
+static const char *mask_str(const CpuMask *m, char buf[static CPU_LIST_MAX]) {
+        return cpu_mask_format(m, buf, CPU_LIST_MAX) ?: "?";
+}
+
+/* --- opening --- */
+
+int cpusets_open(Cpusets **ret, const char *v1_mount, const char *v2_mount) {
+        _cleanup_free_ Cpusets *c = calloc(1, sizeof(Cpusets));
+        char path[PATH_MAX], buf[512];
+        int r;
+
+        if (!c)
+                return -ENOMEM;
+        v1_mount = v1_mount ?: CPUSET_V1_MOUNT_DEFAULT;
+        v2_mount = v2_mount ?: CPUSET_V2_MOUNT_DEFAULT;
+        if (read_mask("/sys/devices/system/cpu/present", &c->present) < 0 ||
+            read_mask("/sys/devices/system/cpu/online", &c->online) < 0) {
+                c->present = c->online = (CpuMask) {};
+                cpu_mask_set(&c->present, 0);
+                cpu_mask_set(&c->online, 0);
+        }
+
+        snprintf(path, sizeof path, "%s/tasks", v1_mount);
+        if (access(path, F_OK) == 0) {
+                snprintf(path, sizeof path, "%s/cpuset.cpu_exclusive", v1_mount);
+                if (access(path, F_OK) == 0) {
+                        c->backend = CPUSET_BACKEND_V1;
+                        c->mount = strdup(v1_mount);
+                }
+        }
+        if (c->backend == CPUSET_BACKEND_NONE) {
+                snprintf(path, sizeof path, "%s/cgroup.controllers", v2_mount);
+                r = read_text(path, buf, sizeof buf);
+                if (r >= 0 && strstr(buf, "cpuset")) {
+                        c->backend = CPUSET_BACKEND_V2;
+                        c->mount = strdup(v2_mount);
+                } else if (asprintf(&c->unavailable,
+                                    "no cpuset controller: no cgroup v1 cpuset hierarchy at %s, and %s %s", v1_mount,
+                                    v2_mount, r < 0 ? "is not a cgroup v2 hierarchy" : "does not offer cpuset") < 0)
+                        return -ENOMEM;
+        }
+        if (c->backend != CPUSET_BACKEND_NONE && !c->mount)
+                return -ENOMEM;
+        if (c->backend == CPUSET_BACKEND_V1) {
+                r = cgroup_init();
+                if (r != 0) {
+                        c->backend = CPUSET_BACKEND_NONE;
+                        if (asprintf(&c->unavailable, "libcgroup cannot use the cpuset hierarchy at %s: %s",
+                                     v1_mount, cgroup_strerror(r)) < 0)
+                                return -ENOMEM;
+                }
+        }
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+Cpusets *cpusets_free(Cpusets *c) {
+        if (!c)
+                return NULL;
+        free(c->mount);
+        free(c->unavailable);
+        free(c->last);
+        free(c);
+        return NULL;
+}
+
+CpusetBackend cpusets_backend(const Cpusets *c) {
+        return c->backend;
+}
+
+const char *cpusets_unavailable(const Cpusets *c) {
+        return c->unavailable;
+}
+
+const CpuMask *cpusets_online(const Cpusets *c) {
+        return &c->online;
+}
+
+void cpusets_set_shared(Cpusets *c, const CpuMask *shared) {
+        c->shared = shared ? *shared : (CpuMask) {};
+}
+
+/* The CPUs edfd-partitions keeps for itself: v2 only, and only while there are partitions. */
+static CpuMask shared_of(const Cpusets *c, size_t n) {
+        return c->backend == CPUSET_BACKEND_V2 && n > 0 ? c->shared : (CpuMask) {};
+}
+
+/* --- checks --- */
+
+static int union_of(const CpusetSpec *specs, size_t n, CpuMask *ret) {
+        CpuMask u = {};
+
+        for (size_t i = 0; i < n; i++) {
+                if (cpu_mask_overlap(&u, &specs[i].cpus, NULL))
+                        return -EINVAL;
+                cpu_mask_or(&u, &specs[i].cpus);
+        }
+        *ret = u;
+        return 0;
+}
+
+int cpusets_check(Cpusets *c, const CpusetSpec *specs, size_t n, char ***ret_errors, char ***ret_notes) {
+        _cleanup_(strv_freep) char **errors = NULL, **notes = NULL;
+        char a[CPU_LIST_MAX], b[CPU_LIST_MAX];
+        CpuMask all = {}, rest;
+        DIR *d;
+        int r = 0;
+
+        if (n > 0 && c->backend == CPUSET_BACKEND_NONE)
+                r = strv_appendf(&errors, "no partition can be made on this machine: %s", c->unavailable);
+        for (size_t i = 0; i < n && r >= 0; i++) {
+                unsigned cpu;
+
+                if (!cpu_mask_subset(&specs[i].cpus, &c->present, &cpu))
+                        r = strv_appendf(&errors, "partition %s: CPU %u does not exist (this machine has CPUs %s)",
+                                         specs[i].name, cpu, mask_str(&c->present, a));
+                else if (!cpu_mask_subset(&specs[i].cpus, &c->online, &cpu))
+                        r = strv_appendf(&errors, "partition %s: CPU %u is offline (online: %s)", specs[i].name, cpu,
+                                         mask_str(&c->online, a));
+                for (size_t j = 0; j < i && r >= 0; j++)
+                        if (cpu_mask_overlap(&specs[i].cpus, &specs[j].cpus, &cpu))
+                                r = strv_appendf(&errors, "partitions %s and %s share CPU %u", specs[j].name,
+                                                 specs[i].name, cpu);
+                cpu_mask_or(&all, &specs[i].cpus);
+        }
+        if (r >= 0 && n > 0) {
+                CpuMask shared = shared_of(c, n);
+                unsigned cpu;
+
+                if (!cpu_mask_subset(&shared, &c->online, &cpu))
+                        r = strv_appendf(&errors, "the shared CPUs of %s: CPU %u is offline or does not exist",
+                                         CPUSET_DIR, cpu);
+                else if (cpu_mask_overlap(&shared, &all, &cpu))
+                        r = strv_appendf(&errors, "CPU %u is both shared and in a partition", cpu);
+                cpu_mask_or(&all, &shared);
+        }
+        if (r < 0)
+                return r;
+        if (n > 0 && c->backend != CPUSET_BACKEND_NONE) {
+                rest = c->online;
+                cpu_mask_andnot(&rest, &all);
+                if (cpu_mask_empty(&rest) && c->backend == CPUSET_BACKEND_V2)
+                        r = strv_appendf(&errors,
+                                         "the partitions take every online CPU (%s): the root cgroup has tasks of its "
+                                         "own and must keep one", mask_str(&c->online, a));
+                else if (cpu_mask_empty(&rest))
+                        r = strv_appendf(&notes,
+                                         "the partitions take every online CPU (%s): global placement has no CPU left, "
+                                         "and the root cpuset's tasks keep running on all CPUs without load balancing",
+                                         mask_str(&c->online, a));
+                else if (c->backend == CPUSET_BACKEND_V1)
+                        r = strv_appendf(&notes,
+                                         "cgroup v1: while edfd owns a partition the root cpuset is not load-balanced: "
+                                         "its tasks stay on the CPU they run on (CPUs outside the partitions: %s)",
+                                         mask_str(&rest, a));
+                if (r < 0)
+                        return r;
+
+                /* Foreign cpusets: any other top-level directory whose cpus share a CPU with a partition
+                 * (deeper ones hold a subset of their top-level ancestor's CPUs). */
+                d = opendir(c->mount);
+                if (!d)
+                        return -errno;
+                for (struct dirent *de; r >= 0 && (de = readdir(d));) {
+                        _cleanup_free_ char *p = NULL;
+                        CpuMask theirs;
+                        unsigned cpu;
+
+                        if (de->d_type != DT_DIR || de->d_name[0] == '.' || strcmp(de->d_name, CPUSET_DIR) == 0)
+                                continue;
+                        if (asprintf(&p, "%s/%s/cpuset.cpus", c->mount, de->d_name) < 0) {
+                                r = -ENOMEM;
+                                break;
+                        }
+                        if (read_mask(p, &theirs) < 0 || !cpu_mask_overlap(&theirs, &all, &cpu))
+                                continue;
+                        for (size_t i = 0; i < n; i++)
+                                if (cpu_mask_test(&specs[i].cpus, cpu)) {
+                                        r = strv_appendf(&errors,
+                                                         "partition %s: CPU %u is also in cpuset %s/%s (cpus %s), "
+                                                         "which edfd does not own",
+                                                         specs[i].name, cpu, c->mount, de->d_name,
+                                                         mask_str(&theirs, b));
+                                        break;
+                                }
+                }
+                closedir(d);
+                if (r < 0)
+                        return r;
+        }
+        if (ret_notes)
+                *ret_notes = TAKE_PTR(notes);
+        if (errors) {
+                if (ret_errors)
+                        *ret_errors = TAKE_PTR(errors);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* --- reading the owned partitions --- */
+
+static bool name_ok(const char *s) {
+        size_t len = strlen(s);
+
+        if (len == 0 || len > CPUSET_NAME_MAX || s[0] == '_' || s[0] == '.' || s[0] == '-')
+                return false;
+        for (const char *p = s; *p; p++)
+                if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' ||
+                      *p == '.' || *p == '-'))
+                        return false;
+        return true;
+}
+
+static unsigned count_lines(const char *path) {
+        char buf[65536];
+        unsigned n = 0;
+
+        if (proc_read_file(AT_FDCWD, path, PROC_READ_TRUNCATE, buf, sizeof buf, NULL) < 0)
+                return 0;
+        for (const char *p = buf; *p; p++)
+                n += *p == '\n';
+        return n;
+}
+
+static int read_flag(const char *dir, const char *file) {
+        char path[PATH_MAX], buf[16];
+        int r;
+
+        snprintf(path, sizeof path, "%s/%s", dir, file);
+        r = read_text(path, buf, sizeof buf);
+        if (r < 0)
+                return r;
+        return strcmp(buf, "1") == 0;
+}
+
+static void read_one(const Cpusets *c, const char *name, CpusetPartition *p) {
+        _cleanup_free_ char *dir = path_of(c, name, NULL);
+        char path[PATH_MAX], buf[256];
+
+        *p = (CpusetPartition) { .state = CPUSET_STATE_INVALID };
+        snprintf(p->name, sizeof p->name, "%s", name);
+        if (!dir) {
+                snprintf(p->reason, sizeof p->reason, "out of memory");
+                return;
+        }
+        if (access(dir, F_OK) < 0) {
+                p->state = CPUSET_STATE_ABSENT;
+                return;
+        }
+        snprintf(path, sizeof path, "%s/cpuset.cpus", dir);
+        (void) read_mask(path, &p->cpus);
+        snprintf(path, sizeof path, "%s/%s", dir, c->backend == CPUSET_BACKEND_V1 ? "tasks" : "cgroup.threads");
+        p->n_tasks = count_lines(path);
+        if (cpu_mask_empty(&p->cpus)) {
+                snprintf(p->reason, sizeof p->reason, "has no CPU");
+                return;
+        }
+        if (c->backend == CPUSET_BACKEND_V2) {
+                snprintf(path, sizeof path, "%s/cpuset.cpus.partition", dir);
+                if (read_text(path, buf, sizeof buf) < 0)
+                        snprintf(p->reason, sizeof p->reason, "cpuset.cpus.partition cannot be read");
+                else if (strcmp(buf, "root") == 0)
+                        p->state = CPUSET_STATE_VALID;
+                else
+                        snprintf(p->reason, sizeof p->reason, "cpuset.cpus.partition reads \"%s\"", buf);
+                return;
+        }
+        if (read_flag(dir, "cpuset.cpu_exclusive") != 1)
+                snprintf(p->reason, sizeof p->reason, "not cpu_exclusive");
+        else if (read_flag(dir, "cpuset.sched_load_balance") != 1)
+                snprintf(p->reason, sizeof p->reason, "its sched_load_balance is 0");
+        else if (read_flag(c->mount, "cpuset.sched_load_balance") != 0)
+                snprintf(p->reason, sizeof p->reason, "the root cpuset balances every CPU (its sched_load_balance is 1)");
+        else
+                p->state = CPUSET_STATE_VALID;
+}
+
+static int list_names(const Cpusets *c, char ***ret) {
+        _cleanup_free_ char *dir = path_of(c, NULL, NULL);
+        _cleanup_(strv_freep) char **names = NULL;
+        DIR *d;
+        int r = 0;
+
+        if (!dir)
+                return -ENOMEM;
+        d = opendir(dir);
+        if (!d) {
+                if (errno != ENOENT)
+                        return -errno;
+                *ret = NULL;
+                return 0;
+        }
+        for (struct dirent *de; r >= 0 && (de = readdir(d));)
+                if (de->d_type == DT_DIR && name_ok(de->d_name))
+                        r = strv_appendf(&names, "%s", de->d_name);
+        closedir(d);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(names);
+        return 0;
+}
+
+/* What every deadline thread holds, by where it is: bw[i] for the owned partition names[i], bw[n]
+ * for everything else, bw[n + 1] for edfd-partitions itself (v2: its shared CPUs). */
+typedef struct Scan {
+        const Cpusets *c;
+        char *const *names;
+        size_t n;
+        uint64_t *bw;
+} Scan;
+
+static int scan_thread(const ProcEntry *e, void *userdata) {
+        Scan *s = userdata;
+        SchedAttr attr = {};
+        char buf[PATH_MAX], path[64];
+        const char *rel;
+        uint64_t bw;
+        size_t slot = s->n;
+
+        if (sched_getattr_raw(e->tid, &attr, 0) < 0 || attr.sched_policy != SCHED_DEADLINE)
+                return 0;
+        if (bw_of(attr.sched_runtime, attr.sched_period ?: attr.sched_deadline, &bw) < 0)
+                return 0;
+        snprintf(path, sizeof path, "/proc/%d/task/%d/cpuset", (int) e->pid, (int) e->tid);
+        if (read_text(path, buf, sizeof buf) < 0)
+                buf[0] = '\0';
+        if (strcmp(buf, "/" CPUSET_DIR) == 0 && s->c->backend == CPUSET_BACKEND_V2)
+                slot = s->n + 1;
+        else if (strncmp(buf, "/" CPUSET_DIR "/", strlen(CPUSET_DIR) + 2) == 0) {
+                rel = buf + strlen(CPUSET_DIR) + 2;
+                for (size_t i = 0; i < s->n; i++)
+                        if (strcmp(rel, s->names[i]) == 0)
+                                slot = i;
+        }
+        if (bw_add(s->bw[slot], bw, &s->bw[slot]) < 0)
+                s->bw[slot] = UINT64_MAX;
+        return 0;
+}
+
+static int scan(const Cpusets *c, char *const *names, size_t n, uint64_t *bw) {
+        Scan s = { .c = c, .names = names, .n = n, .bw = bw };
+
+        memset(bw, 0, (n + 2) * sizeof(uint64_t));
+        return proc_walk_all_threads(scan_thread, &s);
+}
+
+int cpusets_list(Cpusets *c, CpusetPartition **ret, size_t *ret_n) {
+        _cleanup_(strv_freep) char **names = NULL;
+        _cleanup_free_ uint64_t *bw = NULL;
+        CpusetPartition *ps;
+        size_t n;
+        int r;
+
+        if (c->backend == CPUSET_BACKEND_NONE) {
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        r = list_names(c, &names);
+        if (r < 0)
+                return r;
+        n = strv_length(names);
+        bw = calloc(n + 2, sizeof(uint64_t));
+        ps = calloc(MAX(n, (size_t) 1), sizeof(CpusetPartition));
+        if (!bw || !ps) {
+                free(ps);
+                return -ENOMEM;
+        }
+        (void) scan(c, names, n, bw);
+        for (size_t i = 0; i < n; i++) {
+                read_one(c, names[i], &ps[i]);
+                ps[i].dl_bw = bw[i];
+        }
+        if (n == 0) {
+                free(ps);
+                ps = NULL;
+        }
+        *ret = ps;
+        *ret_n = n;
+        return 0;
+}
+
+static void remember(Cpusets *c) {
+        CpusetPartition *ps = NULL;
+        size_t n = 0;
+
+        if (cpusets_list(c, &ps, &n) < 0)
+                return;
+        free(c->last);
+        c->last = ps;
+        c->n_last = n;
+}
+
+int cpusets_poll(Cpusets *c, CpusetChangeFn cb, void *userdata) {
+        CpusetPartition *ps = NULL;
+        size_t n = 0;
+        int changes = 0, r;
+
+        r = cpusets_list(c, &ps, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                CpusetState was = CPUSET_STATE_ABSENT;
+
+                for (size_t j = 0; j < c->n_last; j++)
+                        if (strcmp(c->last[j].name, ps[i].name) == 0)
+                                was = c->last[j].state;
+                if (was != ps[i].state) {
+                        changes++;
+                        if (cb)
+                                cb(&ps[i], was, userdata);
+                }
+        }
+        for (size_t j = 0; j < c->n_last; j++) {
+                bool found = false;
+
+                for (size_t i = 0; i < n && !found; i++)
+                        found = strcmp(c->last[j].name, ps[i].name) == 0;
+                if (!found && c->last[j].state != CPUSET_STATE_ABSENT) {
+                        CpusetPartition gone = c->last[j];
+
+                        gone.state = CPUSET_STATE_ABSENT;
+                        snprintf(gone.reason, sizeof gone.reason, "its directory is gone");
+                        changes++;
+                        if (cb)
+                                cb(&gone, c->last[j].state, userdata);
+                }
+        }
+        free(c->last);
+        c->last = ps;
+        c->n_last = n;
+        return changes;
+}
+
+/* --- v1 writes, through libcgroup --- */
+
+static int lcg_error(int r) {
+        if (r == 0)
+                return 0;
+        if (r == ECGOTHER)
+                return -(cgroup_get_last_errno() ?: EIO);
+        return -EIO;
+}
+
+/* Create or modify the v1 cpuset REL (relative to the hierarchy) with the given values in order. */
+static int v1_set(const char *rel, bool create, const char *const *kv) {
+        struct cgroup *cg = cgroup_new_cgroup(rel);
+        struct cgroup_controller *ctl;
+        int r;
+
+        if (!cg)
+                return -ENOMEM;
+        ctl = cgroup_add_controller(cg, "cpuset");
+        if (!ctl) {
+                cgroup_free(&cg);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; kv[i]; i += 2)
+                if (cgroup_add_value_string(ctl, kv[i], kv[i + 1]) != 0) {
+                        cgroup_free(&cg);
+                        return -ENOMEM;
+                }
+        r = lcg_error(create ? cgroup_create_cgroup(cg, 0) : cgroup_modify_cgroup(cg));
+        cgroup_free(&cg);
+        return r;
+}
+
+/* A libcgroup handle on the v1 cpuset REL with its controller, or NULL (out of memory). */
+static struct cgroup *v1_handle(const char *rel) {
+        struct cgroup *cg = cgroup_new_cgroup(rel);
+
+        if (cg && !cgroup_add_controller(cg, "cpuset"))
+                cgroup_free(&cg);
+        return cg;
+}
+
+static int v1_delete(const char *rel) {
+        struct cgroup *cg = v1_handle(rel);
+        int r;
+
+        if (!cg)
+                return -ENOMEM;
+        /* 0: do not migrate tasks to the parent (only empty partitions are removed). */
+        r = lcg_error(cgroup_delete_cgroup(cg, 0));
+        cgroup_free(&cg);
+        return r;
+}
+
+static int v1_attach(const char *rel, pid_t tid) {
+        struct cgroup *cg = v1_handle(rel);
+        int r;
+
+        if (!cg)
+                return -ENOMEM;
+        r = lcg_error(cgroup_attach_task_pid(cg, tid));
+        cgroup_free(&cg);
+        return r;
+}
+
+/* --- applying a layout --- */
+
+static const CpusetSpec *find_spec(const CpusetSpec *specs, size_t n, const char *name) {
+        for (size_t i = 0; i < n; i++)
+                if (strcmp(specs[i].name, name) == 0)
+                        return &specs[i];
+        return NULL;
+}
+
+/* Would the deadline threads of each root domain of the layout specs fit? */
+static int check_commit(Cpusets *c, const CpusetSpec *specs, size_t n, char *const *existing, uint64_t per_cpu_bw,
+                        char **ret_error) {
+        size_t m = strv_length(existing);
+        _cleanup_free_ uint64_t *bw = calloc(m + 2, sizeof(uint64_t));
+        char a[DURATION_MAX], b[DURATION_MAX], l[CPU_LIST_MAX];
+        uint64_t rest_bw, cap;
+        CpuMask all = {}, rest;
+        int r;
+
+        if (!bw)
+                return -ENOMEM;
+        if (per_cpu_bw == UINT64_MAX)
+                return 0;
+        r = scan(c, existing, m, bw);
+        if (r < 0)
+                return r;
+        rest_bw = bw[m];
+        /* Threads in an existing partition stay in it when it is kept with the same CPUs; the threads
+         * of anything else end up in the rest (removal and change refuse non-empty partitions, so
+         * this is only what a crash or another program left). */
+        for (size_t i = 0; i < m; i++) {
+                const CpusetSpec *s = find_spec(specs, n, existing[i]);
+
+                if (!s && bw_add(rest_bw, bw[i], &rest_bw) < 0)
+                        rest_bw = UINT64_MAX;
+        }
+        for (size_t i = 0; i < n; i++) {
+                uint64_t have = 0;
+
+                for (size_t j = 0; j < m; j++)
+                        if (strcmp(existing[j], specs[i].name) == 0)
+                                have = bw[j];
+                if (__builtin_mul_overflow(per_cpu_bw, (uint64_t) cpu_mask_count(&specs[i].cpus), &cap))
+                        cap = UINT64_MAX;
+                if (have > cap) {
+                        if (asprintf(ret_error,
+                                     "partition %s (cpus %s) would admit %s, but its deadline threads hold %s",
+                                     specs[i].name, mask_str(&specs[i].cpus, l), bw_format(cap, a),
+                                     bw_format(have, b)) < 0)
+                                *ret_error = NULL;
+                        return -ENOSPC;
+                }
+                cpu_mask_or(&all, &specs[i].cpus);
+        }
+        {
+                CpuMask shared = shared_of(c, n);
+                uint64_t dir_bw = bw[m + 1];
+
+                if (n == 0 && bw_add(rest_bw, dir_bw, &rest_bw) < 0)
+                        rest_bw = UINT64_MAX;
+                if (__builtin_mul_overflow(per_cpu_bw, (uint64_t) cpu_mask_count(&shared), &cap))
+                        cap = UINT64_MAX;
+                if (n > 0 && dir_bw > cap) {
+                        if (asprintf(ret_error, "the shared CPUs of %s (%s) would admit %s, but its deadline threads "
+                                     "hold %s", CPUSET_DIR, cpu_mask_empty(&shared) ? "none" : mask_str(&shared, l),
+                                     bw_format(cap, a), bw_format(dir_bw, b)) < 0)
+                                *ret_error = NULL;
+                        return -ENOSPC;
+                }
+                cpu_mask_or(&all, &shared);
+        }
+        rest = c->online;
+        cpu_mask_andnot(&rest, &all);
+        if (__builtin_mul_overflow(per_cpu_bw, (uint64_t) cpu_mask_count(&rest), &cap))
+                cap = UINT64_MAX;
+        if (rest_bw > cap) {
+                if (asprintf(ret_error,
+                             "the CPUs outside the partitions (%s) would admit %s, but the deadline threads there hold "
+                             "%s: the kernel would re-add them to the rebuilt root domain without a check",
+                             cpu_mask_empty(&rest) ? "none" : mask_str(&rest, l), bw_format(cap, a),
+                             bw_format(rest_bw, b)) < 0)
+                        *ret_error = NULL;
+                return -ENOSPC;
+        }
+        return 0;
+}
+
+static int fail(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+static int fail(char **ret_error, int r, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(ret_error, fmt, ap) < 0)
+                *ret_error = NULL;
+        va_end(ap);
+        return r;
+}
+
+static int root_mems(const Cpusets *c, char buf[static 256]) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof path, "%s/cpuset.mems", c->mount);
+        return read_text(path, buf, 256);
+}
+
+static int v1_write_root_balance(Cpusets *c, bool on) {
+        static const char *const on_kv[] = { "cpuset.sched_load_balance", "1", NULL };
+        static const char *const off_kv[] = { "cpuset.sched_load_balance", "0", NULL };
+
+        (void) c;
+        return v1_set("/", false, on ? on_kv : off_kv);
+}
+
+/* v1: make the owned directory hold `all` (it must be exclusive and unbalanced), creating it. */
+static int v1_ensure_dir(Cpusets *c, const CpuMask *all, const char *mems, char **ret_error) {
+        char l[CPU_LIST_MAX];
+        const char *const kv[] = { "cpuset.cpus", mask_str(all, l), "cpuset.mems", mems, "cpuset.cpu_exclusive", "1",
+                                   "cpuset.sched_load_balance", "0", NULL };
+        _cleanup_free_ char *dir = path_of(c, NULL, NULL);
+        int r;
+
+        if (!dir)
+                return -ENOMEM;
+        r = v1_set("/" CPUSET_DIR, access(dir, F_OK) < 0, kv);
+        if (r < 0)
+                return fail(ret_error, r, "cannot make %s hold cpus %s: %s", dir, l, strerror(-r));
+        return 0;
+}
+
+static int v1_apply(Cpusets *c, const CpusetSpec *specs, size_t n, char *const *existing, char ***notes,
+                    char **ret_error) {
+        char mems[256], l[CPU_LIST_MAX], rel[PATH_MAX];
+        CpuMask all = {}, grown;
+        int r;
+
+        r = root_mems(c, mems);
+        if (r < 0)
+                return fail(ret_error, r, "cannot read %s/cpuset.mems: %s", c->mount, strerror(-r));
+        (void) union_of(specs, n, &all);
+
+        /* Removals first (they free CPUs), then the directory grows to the union of what stays and
+         * what comes, then the new partitions, then it shrinks to the union. */
+        for (size_t i = 0; existing && existing[i]; i++) {
+                if (find_spec(specs, n, existing[i]))
+                        continue;
+                snprintf(rel, sizeof rel, "/%s/%s", CPUSET_DIR, existing[i]);
+                r = v1_delete(rel);
+                if (r < 0)
+                        return fail(ret_error, r, "cannot remove %s%s: %s", c->mount, rel, strerror(-r));
+                (void) strv_appendf(notes, "removed partition %s", existing[i]);
+        }
+        if (n == 0) {
+                _cleanup_free_ char *dir = path_of(c, NULL, NULL);
+
+                if (!dir)
+                        return -ENOMEM;
+                if (access(dir, F_OK) < 0)
+                        return 0;
+                r = v1_write_root_balance(c, true);
+                if (r < 0)
+                        return fail(ret_error, r, "cannot turn the root cpuset's balancing back on: %s", strerror(-r));
+                r = v1_delete("/" CPUSET_DIR);
+                if (r < 0)
+                        return fail(ret_error, r, "cannot remove %s: %s", dir, strerror(-r));
+                (void) strv_appendf(notes, "no partition left: the root cpuset balances every CPU again");
+                return 0;
+        }
+        grown = all;
+        for (size_t i = 0; existing && existing[i]; i++) {
+                CpusetPartition p;
+                const CpusetSpec *s = find_spec(specs, n, existing[i]);
+
+                if (!s)
+                        continue;
+                read_one(c, existing[i], &p);
+                cpu_mask_or(&grown, &p.cpus);
+        }
+        r = v1_ensure_dir(c, &grown, mems, ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                CpusetPartition p;
+                const char *const kv[] = { "cpuset.cpus", mask_str(&specs[i].cpus, l), "cpuset.mems", mems,
+                                           "cpuset.cpu_exclusive", "1", "cpuset.sched_load_balance", "1", NULL };
+                bool exists;
+
+                read_one(c, specs[i].name, &p);
+                exists = p.state != CPUSET_STATE_ABSENT;
+                if (exists && memcmp(&p.cpus, &specs[i].cpus, sizeof p.cpus) == 0 && p.reason[0] == '\0')
+                        continue;
+                snprintf(rel, sizeof rel, "/%s/%s", CPUSET_DIR, specs[i].name);
+                r = v1_set(rel, !exists, kv);
+                if (r < 0)
+                        return fail(ret_error, r, "cannot make partition %s (cpus %s): %s%s", specs[i].name, l,
+                                    strerror(-r),
+                                    r == -EINVAL ? " (the kernel refuses an exclusive cpuset that overlaps another)" : "");
+                (void) strv_appendf(notes, "%s partition %s on cpus %s", exists ? "repaired" : "created",
+                                    specs[i].name, l);
+        }
+        r = v1_ensure_dir(c, &all, mems, ret_error);
+        if (r < 0)
+                return r;
+        if (read_flag(c->mount, "cpuset.sched_load_balance") != 0) {
+                r = v1_write_root_balance(c, false);
+                if (r < 0)
+                        return fail(ret_error, r, "cannot turn the root cpuset's balancing off: %s", strerror(-r));
+        }
+        return 0;
+}
+
+/* --- v2 writes, direct --- */
+
+static int v2_write(const Cpusets *c, const char *name, const char *file, const char *value, char **ret_error) {
+        _cleanup_free_ char *p = path_of(c, name, file);
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        r = write_text(p, value);
+        if (r < 0)
+                return fail(ret_error, r, "cannot write \"%s\" to %s: %s", value, p, strerror(-r));
+        return 0;
+}
+
+static int v2_apply(Cpusets *c, const CpusetSpec *specs, size_t n, char *const *existing, char ***notes,
+                    char **ret_error) {
+        _cleanup_free_ char *dir = path_of(c, NULL, NULL);
+        char path[PATH_MAX], l[CPU_LIST_MAX];
+        CpuMask all = {}, grown;
+        int r;
+
+        if (!dir)
+                return -ENOMEM;
+        (void) union_of(specs, n, &all);
+        {
+                CpuMask shared = shared_of(c, n);
+
+                cpu_mask_or(&all, &shared);
+        }
+        for (size_t i = 0; existing && existing[i]; i++) {
+                _cleanup_free_ char *p = NULL;
+
+                if (find_spec(specs, n, existing[i]))
+                        continue;
+                (void) v2_write(c, existing[i], "cpuset.cpus.partition", "member", NULL);
+                p = path_of(c, existing[i], NULL);
+                if (!p)
+                        return -ENOMEM;
+                if (rmdir(p) < 0)
+                        return fail(ret_error, -errno, "cannot remove %s: %s", p, strerror(errno));
+                (void) strv_appendf(notes, "removed partition %s", existing[i]);
+        }
+        if (n == 0) {
+                if (access(dir, F_OK) < 0)
+                        return 0;
+                (void) v2_write(c, NULL, "cpuset.cpus.partition", "member", NULL);
+                if (rmdir(dir) < 0)
+                        return fail(ret_error, -errno, "cannot remove %s: %s", dir, strerror(errno));
+                (void) strv_appendf(notes, "no partition left: %s removed", dir);
+                return 0;
+        }
+
+        snprintf(path, sizeof path, "%s/cgroup.subtree_control", c->mount);
+        r = write_text(path, "+cpuset");
+        if (r < 0)
+                return fail(ret_error, r, "cannot enable cpuset in %s: %s", path, strerror(-r));
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return fail(ret_error, -errno, "cannot create %s: %s", dir, strerror(errno));
+        grown = all;
+        for (size_t i = 0; existing && existing[i]; i++) {
+                CpusetPartition p;
+
+                if (!find_spec(specs, n, existing[i]))
+                        continue;
+                read_one(c, existing[i], &p);
+                cpu_mask_or(&grown, &p.cpus);
+        }
+        r = v2_write(c, NULL, "cpuset.cpus", mask_str(&grown, l), ret_error);
+        if (r >= 0)
+                r = v2_write(c, NULL, "cpuset.cpus.partition", "root", ret_error);
+        if (r >= 0)
+                r = v2_write(c, NULL, "cgroup.subtree_control", "+cpuset", ret_error);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *p = path_of(c, specs[i].name, NULL);
+                CpusetPartition now;
+                bool exists;
+
+                if (!p)
+                        return -ENOMEM;
+                read_one(c, specs[i].name, &now);
+                exists = now.state != CPUSET_STATE_ABSENT;
+                if (now.state == CPUSET_STATE_VALID && memcmp(&now.cpus, &specs[i].cpus, sizeof now.cpus) == 0)
+                        continue;
+                if (!exists && mkdir(p, 0755) < 0)
+                        return fail(ret_error, -errno, "cannot create %s: %s", p, strerror(errno));
+                r = v2_write(c, specs[i].name, "cgroup.type", "threaded", ret_error);
+                if (r >= 0)
+                        r = v2_write(c, specs[i].name, "cpuset.cpus", mask_str(&specs[i].cpus, l), ret_error);
+                if (r >= 0)
+                        r = v2_write(c, specs[i].name, "cpuset.cpus.partition", "root", ret_error);
+                if (r < 0)
+                        return r;
+                read_one(c, specs[i].name, &now);
+                if (now.state != CPUSET_STATE_VALID)
+                        return fail(ret_error, -EINVAL, "the kernel made partition %s (cpus %s) invalid: %s",
+                                    specs[i].name, l, now.reason);
+                (void) strv_appendf(notes, "%s partition %s on cpus %s", exists ? "repaired" : "created",
+                                    specs[i].name, l);
+        }
+        if (memcmp(&grown, &all, sizeof all) != 0)
+                return v2_write(c, NULL, "cpuset.cpus", mask_str(&all, l), ret_error);
+        return 0;
+}
+
+int cpusets_apply(Cpusets *c, const CpusetSpec *specs, size_t n, uint64_t per_cpu_bw, char **ret_error,
+                  char ***ret_notes) {
+        _cleanup_(strv_freep) char **existing = NULL, **errors = NULL, **notes = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        if (n == 0 && c->backend == CPUSET_BACKEND_NONE)
+                return 0;
+        r = cpusets_check(c, specs, n, &errors, &notes);
+        if (r == -EINVAL) {
+                if (ret_error)
+                        *ret_error = strdup(errors[0]);
+                return r;
+        }
+        if (r < 0)
+                return r;
+        r = list_names(c, &existing);
+        if (r < 0)
+                return r;
+
+        /* Refuse, before touching anything, to remove or change a partition that holds threads. */
+        for (size_t i = 0; existing && existing[i]; i++) {
+                const CpusetSpec *s = find_spec(specs, n, existing[i]);
+                CpusetPartition p;
+                char a[CPU_LIST_MAX], b[CPU_LIST_MAX];
+
+                read_one(c, existing[i], &p);
+                if (p.n_tasks == 0)
+                        continue;
+                if (!s) {
+                        r = fail(&error, -EBUSY, "partition %s is no longer configured but holds %u thread%s: it is "
+                                 "removed once they leave", existing[i], p.n_tasks, p.n_tasks == 1 ? "" : "s");
+                        goto out;
+                }
+                if (memcmp(&p.cpus, &s->cpus, sizeof p.cpus) != 0) {
+                        r = fail(&error, -EBUSY, "partition %s holds %u thread%s: its CPUs cannot change from %s to %s "
+                                 "until they leave", existing[i], p.n_tasks, p.n_tasks == 1 ? "" : "s",
+                                 mask_str(&p.cpus, a), mask_str(&s->cpus, b));
+                        goto out;
+                }
+        }
+        r = check_commit(c, specs, n, existing, per_cpu_bw, &error);
+        if (r < 0)
+                goto out;
+        r = c->backend == CPUSET_BACKEND_V1 ? v1_apply(c, specs, n, existing, &notes, &error)
+                                            : v2_apply(c, specs, n, existing, &notes, &error);
+out:
+        remember(c);
+        if (r < 0) {
+                if (ret_error)
+                        *ret_error = TAKE_PTR(error);
+                return r;
+        }
+        if (ret_notes)
+                *ret_notes = TAKE_PTR(notes);
+        return 0;
+}
+
+/* --- moving threads edfd admitted --- */
+
+int cpusets_move_thread(Cpusets *c, const char *name, pid_t tid) {
+        _cleanup_free_ char *dir = NULL, *file = NULL;
+        char rel[PATH_MAX], buf[32];
+
+        if (tid <= 0 || !name || !name_ok(name))
+                return -EINVAL;
+        if (c->backend == CPUSET_BACKEND_NONE)
+                return -EOPNOTSUPP;
+        dir = path_of(c, name, NULL);
+        if (!dir)
+                return -ENOMEM;
+        if (access(dir, F_OK) < 0)
+                return -ENOENT;
+        if (c->backend == CPUSET_BACKEND_V1) {
+                snprintf(rel, sizeof rel, "/%s/%s", CPUSET_DIR, name);
+                return v1_attach(rel, tid);
+        }
+        file = path_of(c, name, "cgroup.threads");
+        if (!file)
+                return -ENOMEM;
+        snprintf(buf, sizeof buf, "%d", (int) tid);
+        return write_text(file, buf);
+}
+
+int cpusets_move_process(Cpusets *c, pid_t pid) {
+        _cleanup_free_ char *file = NULL;
+        char buf[32];
+
+        if (pid <= 0)
+                return -EINVAL;
+        if (c->backend != CPUSET_BACKEND_V2)
+                return -EOPNOTSUPP;
+        file = path_of(c, NULL, "cgroup.procs");
+        if (!file)
+                return -ENOMEM;
+        snprintf(buf, sizeof buf, "%d", (int) pid);
+        return write_text(file, buf);
+}
+
+int cpusets_move_out(Cpusets *c, pid_t tid) {
+        char path[PATH_MAX], buf[32];
+
+        if (tid <= 0)
+                return -EINVAL;
+        switch (c->backend) {
+        case CPUSET_BACKEND_V1:
+                return v1_attach("/", tid);
+        case CPUSET_BACKEND_V2:
+                snprintf(path, sizeof path, "%s/cgroup.procs", c->mount);
+                snprintf(buf, sizeof buf, "%d", (int) tid);
+                return write_text(path, buf);
+        default:
+                return -EOPNOTSUPP;
+        }
+}
