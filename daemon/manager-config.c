@@ -54,6 +54,11 @@ int config_load(const char *path, Config **ret, char **ret_errors) {
                 return r;
         }
         conf_errors_done(&errors);
+        /* Parsed and checked, not yet applied (issue 21): say so rather than place silently. */
+        if (c->n_partitions > 0 || c->placement == CONF_PLACEMENT_PARTITIONED)
+                log_warning("%s: partitions and partitioned placement are checked but not applied by this edfd "
+                            "yet; every reservation is placed globally (bounded tardiness, not deadlines)",
+                            path ?: "(embedded edfd.yaml)");
         *ret = c;
         return 0;
 }
