@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "core/bandwidth.h"
 #include "core/duration.h"
 #include "edfctl.h"
@@ -154,4 +156,25 @@ char *bw_display_free(uint64_t have, uint64_t used, char buf[static DURATION_MAX
                 return bw_format(have - used, buf);
         snprintf(buf, DURATION_MAX, "-%s", bw_format(used - have, tmp));
         return buf;
+}
+
+/* --- JSON --- */
+
+json_object *json_bw(uint64_t bw) {
+        if (bw == UINT64_MAX)
+                return NULL;
+        return json_object_new_double((double) bw / (double) BW_UNIT);
+}
+
+int json_add(json_object *o, const char *key, json_object *value) {
+        return json_object_object_add(o, key, value) < 0 ? -ENOMEM : 0;
+}
+
+int json_print(json_object *o) {
+        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+        if (!text)
+                return -ENOMEM;
+        puts(text);
+        return 0;
 }

@@ -516,20 +516,6 @@ static int list_print(const Snapshot *s) {
 
 /* --- JSON output --- */
 
-/* A bandwidth as a fraction of one CPU; null for "unlimited" (kernel admission off). */
-static json_object *json_bw(uint64_t bw) {
-        if (bw == UINT64_MAX)
-                return NULL;
-        return json_object_new_double((double) bw / (double) BW_UNIT);
-}
-
-/* Add key -> value to o; value NULL means JSON null. Returns 0 or -ENOMEM. */
-static int json_add(json_object *o, const char *key, json_object *value) {
-        return json_object_object_add(o, key, value) < 0 ? -ENOMEM : 0;
-}
-
-#define JSON_ADD(o, key, value, r) ((r) = (r) ?: json_add((o), (key), (value)))
-
 /* Who may use a group: JSON null for anyone, else the list of user names (empty: nobody but root). */
 static int json_users(const GroupRow *g, json_object **ret) {
         json_object *a;
@@ -678,15 +664,6 @@ static int json_status(const Snapshot *s, json_object **ret) {
                 return r;
         }
         *ret = o;
-        return 0;
-}
-
-static int json_print(json_object *o) {
-        const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
-
-        if (!text)
-                return -ENOMEM;
-        puts(text);
         return 0;
 }
 

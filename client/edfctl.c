@@ -91,6 +91,23 @@ static const Verb verbs[] = {
           "Remove an empty group (no groups or reservations in it).\n" },
         { "reload", NULL, 0, 0, 0, verb_reload, "reload", "Reload edfd's configuration",
           "Reload edfd's configuration; an invalid file is refused and changes nothing.\n" },
+        { "plan", NULL, 1, 1, ARG_JSON | ARG_CPUS | ARG_CAPACITY | ARG_SERVER | ARG_FIT, verb_plan,
+          "plan FILE [--cpus N] [--capacity PERCENT] [--server RUNTIME/PERIOD|none]\n"
+          "             [--fit best|first|worst] [--json]",
+          "Check a task set offline: where each task would go, or why not",
+          "Place the task set in FILE (CSV or YAML: runtime, deadline, period, optional name,\n"
+          "group, split) one task after the other with partitioned EDF, as edfd would admit it,\n"
+          "and print for each task placed, split in two stages, or refused with the reason, its\n"
+          "CPU and the test that decided. Offline: no bus, nothing changed. \"-\" reads stdin.\n"
+          "Exit status 1 when any task is refused.\n"
+          "\n"
+          "  --cpus=N                    CPUs of the partition (default: the online CPUs)\n"
+          "  --capacity=PERCENT          What the kernel lets deadline tasks take per CPU\n"
+          "                              (sched_rt_runtime_us/period; default 95%, or unlimited)\n"
+          "  --server=RUNTIME/PERIOD     The fair server per CPU (default 50ms/1s, kernels since\n"
+          "                              6.12; none for older ones)\n"
+          "  --fit=best|first|worst      Which passing CPU takes a task (default best)\n"
+          "  --json                      One JSON document: times in ns, shares of a CPU\n" },
         { "monitor", NULL, 0, 0, 0, verb_monitor, "monitor", "Print events as they happen",
           "Print admissions, releases, splits and exits as they happen, until interrupted.\n" },
 };
@@ -112,6 +129,10 @@ static const struct {
         { ARG_BANDWIDTH, "--bandwidth" },
         { ARG_WORK, "--work" },
         { ARG_MARGIN, "--margin" },
+        { ARG_CPUS, "--cpus" },
+        { ARG_CAPACITY, "--capacity" },
+        { ARG_SERVER, "--server" },
+        { ARG_FIT, "--fit" },
 };
 
 static const char *option_name(unsigned bit) {
@@ -462,6 +483,10 @@ enum {
         OPT_BANDWIDTH,
         OPT_WORK,
         OPT_MARGIN,
+        OPT_CPUS,
+        OPT_CAPACITY,
+        OPT_SERVER,
+        OPT_FIT,
 };
 
 /* Record a value option; each may be given once. */
@@ -495,6 +520,10 @@ static int parse_argv(int argc, char *argv[], Args *a, char **positional, bool *
                 { "bandwidth", required_argument, NULL, OPT_BANDWIDTH },
                 { "work", required_argument, NULL, OPT_WORK },
                 { "margin", required_argument, NULL, OPT_MARGIN },
+                { "cpus", required_argument, NULL, OPT_CPUS },
+                { "capacity", required_argument, NULL, OPT_CAPACITY },
+                { "server", required_argument, NULL, OPT_SERVER },
+                { "fit", required_argument, NULL, OPT_FIT },
                 {}
         };
         int c, ex = EDFCTL_EXIT_OK, last_optarg = -1;
@@ -555,6 +584,18 @@ static int parse_argv(int argc, char *argv[], Args *a, char **positional, bool *
                         break;
                 case OPT_MARGIN:
                         ex = set_value(a, ARG_MARGIN, &a->margin, optarg);
+                        break;
+                case OPT_CPUS:
+                        ex = set_value(a, ARG_CPUS, &a->cpus, optarg);
+                        break;
+                case OPT_CAPACITY:
+                        ex = set_value(a, ARG_CAPACITY, &a->capacity, optarg);
+                        break;
+                case OPT_SERVER:
+                        ex = set_value(a, ARG_SERVER, &a->server, optarg);
+                        break;
+                case OPT_FIT:
+                        ex = set_value(a, ARG_FIT, &a->fit, optarg);
                         break;
                 default:
                         /* getopt_long() printed what was wrong. */

@@ -44,7 +44,11 @@ typedef enum ArgOption {
         ARG_BANDWIDTH = 1u << 10,
         ARG_WORK = 1u << 11,
         ARG_MARGIN = 1u << 12,
-        _ARG_OPTION_COUNT = 13,
+        ARG_CPUS = 1u << 13,
+        ARG_CAPACITY = 1u << 14,
+        ARG_SERVER = 1u << 15,
+        ARG_FIT = 1u << 16,
+        _ARG_OPTION_COUNT = 17,
 } ArgOption;
 
 /* The command line after getopt: raw option values, parsed by the verb that uses them (so that an
@@ -57,6 +61,7 @@ typedef struct Args {
         size_t n_positional;
         char **command;               /* after "--", NULL-terminated; NULL when there was no "--" */
         const char *group, *runtime, *deadline, *period, *tid, *pid, *bandwidth, *work, *margin;
+        const char *cpus, *capacity, *server, *fit; /* plan */
 } Args;
 
 /* The verbs: each returns an EdfctlExit. */
@@ -67,6 +72,7 @@ int verb_release(const Args *a);
 int verb_group(const Args *a);
 int verb_reload(const Args *a);
 int verb_monitor(const Args *a);
+int verb_plan(const Args *a);
 
 /* --- edfctl-bus.c: the connection and the daemon's errors --- */
 
@@ -141,3 +147,13 @@ void table_print(Table *t, FILE *f);
 /* bw_format() of have - used, printed with a minus sign when used exceeds have (over-committed);
  * "unlimited" when have is. For display only: JSON carries the exact values. Returns buf. */
 char *bw_display_free(uint64_t have, uint64_t used, char buf[static DURATION_MAX]);
+
+/* JSON (json-c) for the --json outputs. */
+typedef struct json_object json_object;
+/* A bandwidth as a fraction of one CPU; NULL (JSON null) for "unlimited" (UINT64_MAX). */
+json_object *json_bw(uint64_t bw);
+/* Add key -> value to o (value NULL: JSON null; o takes value even on failure). 0 or -ENOMEM. */
+int json_add(json_object *o, const char *key, json_object *value);
+#define JSON_ADD(o, key, value, r) ((r) = (r) ?: json_add((o), (key), (value)))
+/* Print o pretty to stdout. 0 or -ENOMEM. */
+int json_print(json_object *o);

@@ -27,7 +27,7 @@ _edfctl() {
         for ((i = 1; i < COMP_CWORD; i++)); do
                 case ${COMP_WORDS[i]} in
                 --) dashdash=$i; break ;;
-                -g|--group|-T|--runtime|-D|--deadline|-P|--period|-t|--tid|-p|--pid|--bandwidth|--work|--margin)
+                -g|--group|-T|--runtime|-D|--deadline|-P|--period|-t|--tid|-p|--pid|--bandwidth|--work|--margin|--cpus|--capacity|--server|--fit)
                         ((i++)) ;;
                 -*) ;;
                 *)
@@ -70,15 +70,32 @@ _edfctl() {
         --bandwidth|--margin)
                 __edfctl_units "$cur" %
                 return ;;
+        --capacity)
+                COMPREPLY=($(compgen -W "95% 90% 100% unlimited" -- "$cur"))
+                return ;;
+        --server)
+                COMPREPLY=($(compgen -W "50ms/1s none" -- "$cur"))
+                return ;;
+        --fit)
+                COMPREPLY=($(compgen -W "best first worst" -- "$cur"))
+                return ;;
+        --cpus)
+                return ;;
         esac
 
         local opts='-h --help'
         case $verb in
         '')
-                COMPREPLY=($(compgen -W "status list admit release group reload monitor help -h --help --version" -- "$cur"))
+                COMPREPLY=($(compgen -W "status list admit release group reload monitor plan help -h --help --version" -- "$cur"))
                 return ;;
         status|list)
                 opts+=' --json' ;;
+        plan)
+                opts+=' --cpus --capacity --server --fit --json'
+                if [[ $cur != -* && $npos -eq 0 ]]; then
+                        COMPREPLY=($(compgen -f -- "$cur"))
+                        return
+                fi ;;
         admit)
                 opts+=' -g --group -T --runtime --work --margin -P --period -D --deadline --reclaim --overrun-signal --move -t --tid -p --pid --' ;;
         release)

@@ -247,6 +247,32 @@ done:
         return 0;
 }
 
+int edf_supply_from_kernel(int64_t rt_runtime_us, uint64_t rt_period_us, const DlParams *server, EdfSupply *ret) {
+        EdfSupply s = {};
+        uint64_t cap, server_bw = 0;
+        int r;
+
+        r = bw_kernel_capacity(1, rt_runtime_us, rt_period_us, &cap);
+        if (r < 0)
+                return r;
+        if (server) {
+                if (!task_valid(server))
+                        return -EINVAL;
+                r = bw_of(server->runtime, server->period, &server_bw);
+                if (r < 0)
+                        return r;
+                s.server = *server;
+        }
+        if (cap == UINT64_MAX)
+                s.cap_bw = UINT64_MAX;
+        else if (server_bw >= cap)
+                return -ERANGE;
+        else
+                s.cap_bw = cap - server_bw;
+        *ret = s;
+        return 0;
+}
+
 const char *edf_test_to_string(EdfTest t) {
         static const char *const names[_EDF_TEST_MAX] = {
                 [EDF_TEST_CAP] = "the kernel's cap",

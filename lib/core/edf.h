@@ -67,6 +67,12 @@ typedef struct EdfVerdict {
         uint64_t steps;     /* QPA steps taken */
 } EdfVerdict;
 
+/* The supply of one CPU from the kernel's settings: cap_bw = to_ratio(rt_period, rt_runtime) less
+ * the server's bandwidth (UINT64_MAX when rt_runtime_us < 0: admission off), and the server
+ * (NULL: none). Returns 0, -EINVAL for rt_period 0 or a server breaking C <= D <= T, -ERANGE when
+ * the server takes the whole cap. */
+int edf_supply_from_kernel(int64_t rt_runtime_us, uint64_t rt_period_us, const DlParams *server, EdfSupply *ret);
+
 /* Decide for the union of tasks[0..n) and extra[0..n_extra) (what is there and what is asked for;
  * either may be empty) on a CPU with the given supply. Returns 0 and fills *ret (refusals are not
  * errors), -EINVAL when a task breaks C <= D <= T or has a zero runtime, -E2BIG for more than

@@ -229,8 +229,6 @@ char *place_format_refusal(const PlaceCpu *cpus, size_t n_cpus, const DlParams *
                 if (v->test == EDF_TEST_DEMAND && !v->schedulable)
                         snprintf(buf + len, size - len, " but a deadline fails at %s (demand %s)",
                                  duration_format(v->interval, b), duration_format(v->demand, c));
-                else if (v->test == EDF_TEST_UTILIZATION && !v->schedulable)
-                        snprintf(buf + len, size - len, " but utilization there would exceed 100%%");
                 else if (v->test == EDF_TEST_UNDECIDED)
                         snprintf(buf + len, size - len, " but the test cannot bound its interval");
         }

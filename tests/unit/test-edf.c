@@ -35,13 +35,11 @@ static uint64_t rnd_in(uint64_t lo, uint64_t hi) { /* [lo, hi] */
         return lo + rnd() % (hi - lo + 1);
 }
 
-static EdfSupply kernel_supply(void) { /* this host's CPU: 95% cap, a 50 ms / 1 s fair server */
-        EdfSupply s = { .server = EDF_FAIR_SERVER_DEFAULT };
-        uint64_t cap, server;
+static EdfSupply kernel_supply(void) { /* this host's CPU: a 95% cap less a 50 ms / 1 s fair server */
+        DlParams server = EDF_FAIR_SERVER_DEFAULT;
+        EdfSupply s;
 
-        cr_assert_eq(bw_kernel_capacity(1, 950000, 1000000, &cap), 0);
-        cr_assert_eq(bw_of(s.server.runtime, s.server.period, &server), 0);
-        s.cap_bw = cap - server;
+        cr_assert_eq(edf_supply_from_kernel(950000, 1000000, &server, &s), 0);
         return s;
 }
 
@@ -161,6 +159,23 @@ Test(edf, undecided_when_the_interval_cannot_be_bounded) {
         cr_assert_eq(edf_check(set, 2, NULL, 0, &none, &v), 0);
         if (v.test != EDF_TEST_UNDECIDED)
                 cr_assert(v.schedulable, "decided %s but refused", edf_test_to_string(v.test));
+}
+
+Test(edf, supply_from_kernel) {
+        DlParams server = EDF_FAIR_SERVER_DEFAULT, bad = T3(2, 1, 10), huge = T3(95 * MS, 100 * MS, 100 * MS);
+        EdfSupply s;
+
+        cr_assert_eq(edf_supply_from_kernel(950000, 1000000, &server, &s), 0);
+        cr_assert_eq(s.cap_bw, 996147 - 52428); /* 95% and 5% in the kernel's fixed point */
+        cr_assert_eq(s.server.runtime, 50 * MS);
+        cr_assert_eq(edf_supply_from_kernel(950000, 1000000, NULL, &s), 0);
+        cr_assert_eq(s.cap_bw, 996147);
+        cr_assert_eq(s.server.runtime, 0);
+        cr_assert_eq(edf_supply_from_kernel(-1, 1000000, &server, &s), 0);
+        cr_assert_eq(s.cap_bw, UINT64_MAX);
+        cr_assert_eq(edf_supply_from_kernel(950000, 0, &server, &s), -EINVAL);
+        cr_assert_eq(edf_supply_from_kernel(950000, 1000000, &bad, &s), -EINVAL);
+        cr_assert_eq(edf_supply_from_kernel(950000, 1000000, &huge, &s), -ERANGE);
 }
 
 Test(edf, dbf) {

@@ -23,13 +23,11 @@ typedef struct Cpu {
         size_t n;
 } Cpu;
 
-static EdfSupply host_supply(void) { /* this host: 95% cap less a 50 ms / 1 s fair server */
-        EdfSupply s = { .server = EDF_FAIR_SERVER_DEFAULT };
-        uint64_t cap, server;
+static EdfSupply host_supply(void) { /* this host's CPU: a 95% cap less a 50 ms / 1 s fair server */
+        DlParams server = EDF_FAIR_SERVER_DEFAULT;
+        EdfSupply s;
 
-        cr_assert_eq(bw_kernel_capacity(1, 950000, 1000000, &cap), 0);
-        cr_assert_eq(bw_of(s.server.runtime, s.server.period, &server), 0);
-        s.cap_bw = cap - server;
+        cr_assert_eq(edf_supply_from_kernel(950000, 1000000, &server, &s), 0);
         return s;
 }
 

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The task-set file of `edfctl plan` (see plan-file.h). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "plan-file.h"
+#include "basic/macro.h"
+#include "core/duration.h"
+#include "core/params.h"
+
+#define FIELD_MAX 255
+
+typedef enum Key {
+        KEY_NAME,
+        KEY_RUNTIME,
+        KEY_DEADLINE,
+        KEY_PERIOD,
+        KEY_GROUP,
+        KEY_SPLIT,
+        _KEY_MAX,
+} Key;
+
+static const char *const key_names[_KEY_MAX] = {
+        [KEY_NAME] = "name", [KEY_RUNTIME] = "runtime", [KEY_DEADLINE] = "deadline",
+        [KEY_PERIOD] = "period", [KEY_GROUP] = "group", [KEY_SPLIT] = "split",
+};
+#define KEYS "name, runtime, deadline, period, group, split"
+
+/* One task's fields as written: slices of the input (CSV) or of libyaml's scalars. */
+typedef struct Fields {
+        const char *v[_KEY_MAX];
+        size_t len[_KEY_MAX];
+} Fields;
+
+typedef struct Parser {
+        const char *filename;
+        PlanFile *f;
+        char *err;
+} Parser;
+
+_printf_(3, 4) static int fail(Parser *p, unsigned line, const char *fmt, ...) {
+        char msg[PLAN_FILE_ERROR_MAX];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        /* Truncated to the buffer when the file name is long: a message, not data. */
+        if (line > 0)
+                (void) !snprintf(p->err, PLAN_FILE_ERROR_MAX, "%.200s:%u: %.280s", p->filename, line, msg);
+        else
+                (void) !snprintf(p->err, PLAN_FILE_ERROR_MAX, "%.200s: %.280s", p->filename, msg);
+        return -EINVAL;
+}
+
+static int key_from(const char *s, size_t len) {
+        for (int k = 0; k < _KEY_MAX; k++)
+                if (strlen(key_names[k]) == len && memcmp(s, key_names[k], len) == 0)
+                        return k;
+        return -1;
+}
+
+/* s[0..len) as a short C string for a message, control characters as '?'. */
+static const char *quote(const char *s, size_t len, char buf[static FIELD_MAX + 8]) {
+        size_t n = MIN(len, (size_t) 40);
+
+        for (size_t i = 0; i < n; i++)
+                buf[i] = (unsigned char) s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+        strcpy(buf + n, len > n ? "..." : "");
+        return buf;
+}
+
+static char *keep(Parser *p, const char *s, size_t len) {
+        PlanFile *f = p->f;
+        char *c;
+
+        if (f->n_strings == f->allocated_strings) {
+                size_t m = f->allocated_strings ? f->allocated_strings * 2 : 16;
+                char **t = realloc(f->strings, m * sizeof(*t));
+                if (!t)
+                        return NULL;
+                f->strings = t, f->allocated_strings = m;
+        }
+        c = strndup(s, len);
+        if (c)
+                f->strings[f->n_strings++] = c;
+        return c;
+}
+
+static int parse_duration_field(Parser *p, unsigned line, const Fields *fl, Key k, uint64_t *ret) {
+        char buf[FIELD_MAX + 8], q[FIELD_MAX + 8];
+        const char *reason = NULL;
+
+        if (fl->len[k] > FIELD_MAX)
+                return fail(p, line, "%s \"%s\" is too long", key_names[k], quote(fl->v[k], fl->len[k], q));
+        memcpy(buf, fl->v[k], fl->len[k]);
+        buf[fl->len[k]] = '\0';
+        if (duration_parse(buf, ret, &reason) < 0)
+                return fail(p, line, "%s \"%s\" %s", key_names[k], quote(fl->v[k], fl->len[k], q), reason);
+        return 0;
+}
+
+static int parse_bool_field(Parser *p, unsigned line, const Fields *fl, Key k, bool *ret) {
+        static const char *const yes[] = { "yes", "true", "on" }, *const no[] = { "no", "false", "off", "" };
+        char q[FIELD_MAX + 8];
+
+        for (size_t i = 0; i < ELEMENTSOF(yes); i++)
+                if (fl->len[k] == strlen(yes[i]) && strncasecmp(fl->v[k], yes[i], fl->len[k]) == 0)
+                        return *ret = true, 0;
+        for (size_t i = 0; i < ELEMENTSOF(no); i++)
+                if (fl->len[k] == strlen(no[i]) && strncasecmp(fl->v[k], no[i], fl->len[k]) == 0)
+                        return *ret = false, 0;
+        return fail(p, line, "%s \"%s\" is not yes or no", key_names[k], quote(fl->v[k], fl->len[k], q));
+}
+
+static int check_text_field(Parser *p, unsigned line, const Fields *fl, Key k) {
+        char q[FIELD_MAX + 8];
+
+        if (fl->len[k] > FIELD_MAX)
+                return fail(p, line, "%s \"%s\" is longer than %d bytes", key_names[k], quote(fl->v[k], fl->len[k], q), FIELD_MAX);
+        for (size_t i = 0; i < fl->len[k]; i++)
+                if ((unsigned char) fl->v[k][i] < 0x20 || fl->v[k][i] == 0x7f)
+                        return fail(p, line, "%s \"%s\" holds a control character", key_names[k], quote(fl->v[k], fl->len[k], q));
+        return 0;
+}
+
+static int add_task(Parser *p, unsigned line, const Fields *fl) {
+        PlanFile *f = p->f;
+        PlanTask t = {};
+        char a[DURATION_MAX], b[DURATION_MAX], name[32];
+        ParamsOutcome o;
+        int r;
+
+        if (f->n >= PLAN_FILE_TASKS_MAX)
+                return fail(p, line, "more than %u tasks", PLAN_FILE_TASKS_MAX);
+        snprintf(name, sizeof(name), "#%zu", f->n + 1);
+        if (!fl->v[KEY_RUNTIME] || fl->len[KEY_RUNTIME] == 0)
+                return fail(p, line, "task %s has no runtime", name);
+        if (!fl->v[KEY_PERIOD] || fl->len[KEY_PERIOD] == 0)
+                return fail(p, line, "task %s has no period", name);
+        if ((fl->v[KEY_NAME] && (r = check_text_field(p, line, fl, KEY_NAME)) < 0) ||
+            (fl->v[KEY_GROUP] && (r = check_text_field(p, line, fl, KEY_GROUP)) < 0))
+                return r;
+        if ((r = parse_duration_field(p, line, fl, KEY_RUNTIME, &t.params.runtime)) < 0 ||
+            (r = parse_duration_field(p, line, fl, KEY_PERIOD, &t.params.period)) < 0)
+                return r;
+        if (fl->v[KEY_DEADLINE] && fl->len[KEY_DEADLINE] > 0) {
+                if ((r = parse_duration_field(p, line, fl, KEY_DEADLINE, &t.params.deadline)) < 0)
+                        return r;
+                if (t.params.deadline == 0)
+                        return fail(p, line, "deadline is 0 (leave it out for a deadline equal to the period)");
+        }
+        if (fl->v[KEY_SPLIT] && (r = parse_bool_field(p, line, fl, KEY_SPLIT, &t.split)) < 0)
+                return r;
+        if (fl->v[KEY_NAME] && fl->len[KEY_NAME] > 0) {
+                t.name = keep(p, fl->v[KEY_NAME], fl->len[KEY_NAME]);
+                if (!t.name)
+                        return -ENOMEM;
+        } else if (!(t.name = keep(p, name, strlen(name))))
+                return -ENOMEM;
+        if (fl->v[KEY_GROUP] && fl->len[KEY_GROUP] > 0 && !(t.group = keep(p, fl->v[KEY_GROUP], fl->len[KEY_GROUP])))
+                return -ENOMEM;
+
+        o = dl_params_check(&t.params, NULL);
+        switch (o) {
+        case PARAMS_OK:
+                break;
+        case PARAMS_RUNTIME_ABOVE_DEADLINE:
+                return fail(p, line, "task %s: runtime %s is above the %s %s", t.name, duration_format(t.params.runtime, a),
+                            t.params.deadline ? "deadline" : "period", duration_format(t.params.deadline ?: t.params.period, b));
+        case PARAMS_DEADLINE_ABOVE_PERIOD:
+                return fail(p, line, "task %s: deadline %s is above the period %s", t.name,
+                            duration_format(t.params.deadline, a), duration_format(t.params.period, b));
+        default:
+                return fail(p, line, "task %s: %s", t.name, params_outcome_to_string(o));
+        }
+
+        if (f->n == f->allocated) {
+                size_t m = f->allocated ? f->allocated * 2 : 16;
+                PlanTask *n = realloc(f->tasks, m * sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                f->tasks = n, f->allocated = m;
+        }
+        f->tasks[f->n++] = t;
+        return 0;
+}
+
+/* --- CSV --- */
+
+static const char *trim(const char *s, const char *e, size_t *ret_len) {
+        while (s < e && (*s == ' ' || *s == '\t'))
+                s++;
+        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r'))
+                e--;
+        *ret_len = (size_t) (e - s);
+        return s;
+}
+
+static int parse_csv(Parser *p, const char *buf, size_t len) {
+        int columns[_KEY_MAX + 16];
+        size_t n_columns = 0;
+        bool have_header = false;
+        unsigned line = 0;
+        const char *s = buf, *end = buf + len;
+
+        while (s < end) {
+                const char *eol = memchr(s, '\n', (size_t) (end - s)) ?: end, *c = s;
+                size_t l;
+                const char *t = trim(s, eol, &l);
+                Fields fl = {};
+                size_t col = 0;
+                int r;
+
+                line++;
+                s = eol < end ? eol + 1 : end;
+                if (l == 0 || *t == '#')
+                        continue;
+                if (memchr(t, '\0', l))
+                        return fail(p, line, "holds a NUL byte");
+                for (;;) {
+                        const char *comma = memchr(c, ',', (size_t) (eol - c)) ?: eol;
+                        size_t fl_len;
+                        const char *field = trim(c, comma, &fl_len);
+                        char q[FIELD_MAX + 8];
+
+                        if (!have_header) {
+                                int k = key_from(field, fl_len);
+                                if (k < 0)
+                                        return fail(p, line, "unknown column \"%s\" (expected %s)", quote(field, fl_len, q), KEYS);
+                                for (size_t i = 0; i < n_columns; i++)
+                                        if (columns[i] == k)
+                                                return fail(p, line, "column %s is named twice", key_names[k]);
+                                columns[n_columns++] = k;
+                        } else {
+                                if (col >= n_columns)
+                                        return fail(p, line, "more fields than the header's %zu columns", n_columns);
+                                fl.v[columns[col]] = field;
+                                fl.len[columns[col]] = fl_len;
+                        }
+                        col++;
+                        if (comma == eol)
+                                break;
+                        c = comma + 1;
+                }
+                if (!have_header) {
+                        bool rt = false, per = false;
+                        for (size_t i = 0; i < n_columns; i++)
+                                rt = rt || columns[i] == KEY_RUNTIME, per = per || columns[i] == KEY_PERIOD;
+                        if (!rt || !per)
+                                return fail(p, line, "the header names no %s column (the first line is the header: %s)",
+                                            rt ? "period" : "runtime", KEYS);
+                        have_header = true;
+                        continue;
+                }
+                if (col < n_columns)
+                        return fail(p, line, "%zu fields, the header has %zu columns", col, n_columns);
+                r = add_task(p, line, &fl);
+                if (r < 0)
+                        return r;
+        }
+        if (!have_header)
+                return fail(p, 0, "is empty (a CSV task set starts with a header line: %s)", KEYS);
+        return 0;
+}
+
+/* --- YAML --- */
+
+typedef struct Yaml {
+        yaml_parser_t parser;
+        yaml_event_t event;
+        bool have_event;
+} Yaml;
+
+static int yaml_next(Parser *p, Yaml *y) {
+        if (y->have_event)
+                yaml_event_delete(&y->event);
+        y->have_event = false;
+        if (!yaml_parser_parse(&y->parser, &y->event))
+                return fail(p, (unsigned) y->parser.problem_mark.line + 1, "not valid YAML: %s",
+                            y->parser.problem ?: "syntax error");
+        y->have_event = true;
+        if (y->event.type == YAML_ALIAS_EVENT)
+                return fail(p, (unsigned) y->event.start_mark.line + 1, "aliases are not allowed");
+        return 0;
+}
+
+static unsigned yaml_line(const Yaml *y) {
+        return (unsigned) y->event.start_mark.line + 1;
+}
+
+static int yaml_task_fields(Parser *p, Yaml *y, Fields *fl, char **values) {
+        int r;
+
+        for (;;) {
+                char q[FIELD_MAX + 8];
+                int k;
+
+                if ((r = yaml_next(p, y)) < 0)
+                        return r;
+                if (y->event.type == YAML_MAPPING_END_EVENT)
+                        return 0;
+                if (y->event.type != YAML_SCALAR_EVENT)
+                        return fail(p, yaml_line(y), "a task's keys are scalars (%s)", KEYS);
+                k = key_from((const char *) y->event.data.scalar.value, y->event.data.scalar.length);
+                if (k < 0)
+                        return fail(p, yaml_line(y), "unknown key \"%s\" in a task (expected %s)",
+                                    quote((const char *) y->event.data.scalar.value, y->event.data.scalar.length, q), KEYS);
+                if (fl->v[k])
+                        return fail(p, yaml_line(y), "%s given twice", key_names[k]);
+                if ((r = yaml_next(p, y)) < 0)
+                        return r;
+                if (y->event.type != YAML_SCALAR_EVENT)
+                        return fail(p, yaml_line(y), "%s must be a scalar", key_names[k]);
+                values[k] = strndup((const char *) y->event.data.scalar.value, y->event.data.scalar.length);
+                if (!values[k])
+                        return -ENOMEM;
+                fl->v[k] = values[k];
+                fl->len[k] = y->event.data.scalar.length;
+        }
+}
+
+static int yaml_task(Parser *p, Yaml *y) {
+        char *values[_KEY_MAX] = {};
+        unsigned line = yaml_line(y);
+        Fields fl = {};
+        int r;
+
+        r = yaml_task_fields(p, y, &fl, values);
+        if (r == 0)
+                r = add_task(p, line, &fl);
+        for (int k = 0; k < _KEY_MAX; k++)
+                free(values[k]);
+        return r;
+}
+
+static int parse_yaml_events(Parser *p, Yaml *y) {
+        bool seen_tasks = false;
+        int r;
+
+        if ((r = yaml_next(p, y)) < 0 || (r = yaml_next(p, y)) < 0) /* stream start, document start */
+                return r;
+        if (y->event.type == YAML_STREAM_END_EVENT)
+                return fail(p, 0, "is empty (expected tasks:)");
+        if ((r = yaml_next(p, y)) < 0)
+                return r;
+        if (y->event.type != YAML_MAPPING_START_EVENT)
+                return fail(p, yaml_line(y), "expected a mapping with tasks:");
+        for (;;) {
+                char q[FIELD_MAX + 8];
+
+                if ((r = yaml_next(p, y)) < 0)
+                        return r;
+                if (y->event.type == YAML_MAPPING_END_EVENT)
+                        break;
+                if (y->event.type != YAML_SCALAR_EVENT || strcmp((const char *) y->event.data.scalar.value, "tasks") != 0)
+                        return fail(p, yaml_line(y), "unknown key \"%s\" (expected tasks)",
+                                    y->event.type == YAML_SCALAR_EVENT
+                                            ? quote((const char *) y->event.data.scalar.value, y->event.data.scalar.length, q)
+                                            : "?");
+                if (seen_tasks)
+                        return fail(p, yaml_line(y), "tasks given twice");
+                seen_tasks = true;
+                if ((r = yaml_next(p, y)) < 0)
+                        return r;
+                if (y->event.type != YAML_SEQUENCE_START_EVENT)
+                        return fail(p, yaml_line(y), "tasks must be a sequence of tasks");
+                for (;;) {
+                        if ((r = yaml_next(p, y)) < 0)
+                                return r;
+                        if (y->event.type == YAML_SEQUENCE_END_EVENT)
+                                break;
+                        if (y->event.type != YAML_MAPPING_START_EVENT)
+                                return fail(p, yaml_line(y), "each task is a mapping (%s)", KEYS);
+                        if ((r = yaml_task(p, y)) < 0)
+                                return r;
+                }
+        }
+        if (!seen_tasks)
+                return fail(p, 0, "has no tasks:");
+        if ((r = yaml_next(p, y)) < 0)
+                return r;
+        if (y->event.type != YAML_DOCUMENT_END_EVENT)
+                return fail(p, yaml_line(y), "holds more than one document");
+        if ((r = yaml_next(p, y)) < 0)
+                return r;
+        if (y->event.type != YAML_STREAM_END_EVENT)
+                return fail(p, yaml_line(y), "holds more than one document");
+        return 0;
+}
+
+static int parse_yaml(Parser *p, const char *buf, size_t len) {
+        Yaml y = {};
+        int r;
+
+        if (!yaml_parser_initialize(&y.parser))
+                return -ENOMEM;
+        yaml_parser_set_input_string(&y.parser, (const unsigned char *) buf, len);
+        r = parse_yaml_events(p, &y);
+        if (y.have_event)
+                yaml_event_delete(&y.event);
+        yaml_parser_delete(&y.parser);
+        return r;
+}
+
+/* --- the format --- */
+
+static bool ends_with(const char *s, const char *suffix) {
+        size_t a = strlen(s), b = strlen(suffix);
+        return a >= b && strcasecmp(s + a - b, suffix) == 0;
+}
+
+static bool looks_like_yaml(const char *buf, size_t len) {
+        const char *s = buf, *end = buf + len;
+
+        while (s < end) {
+                const char *eol = memchr(s, '\n', (size_t) (end - s)) ?: end;
+                size_t l;
+                const char *t = trim(s, eol, &l);
+
+                s = eol < end ? eol + 1 : end;
+                if (l == 0 || *t == '#' || (l == 3 && memcmp(t, "---", 3) == 0))
+                        continue;
+                return l >= 6 && memcmp(t, "tasks:", 6) == 0;
+        }
+        return false;
+}
+
+void plan_file_done(PlanFile *f) {
+        if (!f)
+                return;
+        for (size_t i = 0; i < f->n_strings; i++)
+                free(f->strings[i]);
+        free(f->strings);
+        free(f->tasks);
+        *f = (PlanFile) {};
+}
+
+int plan_file_parse(const char *filename, const char *buf, size_t len, PlanFile *ret, char err[static PLAN_FILE_ERROR_MAX]) {
+        PlanFile f = {};
+        Parser p = { .filename = filename, .f = &f, .err = err };
+        int r;
+
+        err[0] = '\0';
+        if (len > PLAN_FILE_SIZE_MAX)
+                r = fail(&p, 0, "is larger than %u MiB", PLAN_FILE_SIZE_MAX >> 20);
+        else if (ends_with(filename, ".yaml") || ends_with(filename, ".yml") ||
+                 (!ends_with(filename, ".csv") && looks_like_yaml(buf, len)))
+                r = parse_yaml(&p, buf, len);
+        else
+                r = parse_csv(&p, buf, len);
+        if (r == 0 && f.n == 0)
+                r = fail(&p, 0, "holds no task");
+        if (r == -ENOMEM)
+                snprintf(err, PLAN_FILE_ERROR_MAX, "%s: out of memory", filename);
+        if (r < 0) {
+                plan_file_done(&f);
+                *ret = (PlanFile) {};
+                return r;
+        }
+        *ret = f;
+        return 0;
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The dry run (see plan.h). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/plan.h"
+#include "basic/macro.h"
+#include "core/bandwidth.h"
+
+typedef struct CpuSet {
+        DlParams *tasks;
+        size_t n, allocated;
+} CpuSet;
+
+static int push(CpuSet *c, const DlParams *p) {
+        if (c->n == c->allocated) {
+                size_t m = c->allocated ? c->allocated * 2 : 8;
+                DlParams *t = realloc(c->tasks, m * sizeof(*t));
+                if (!t)
+                        return -ENOMEM;
+                c->tasks = t, c->allocated = m;
+        }
+        c->tasks[c->n++] = *p;
+        return 0;
+}
+
+static void views(const CpuSet *sets, unsigned ncpus, const EdfSupply *supply, PlaceCpu *out) {
+        for (unsigned i = 0; i < ncpus; i++)
+                out[i] = (PlaceCpu) { .id = i, .supply = *supply, .tasks = sets[i].tasks, .n_tasks = sets[i].n };
+}
+
+int plan_run(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *supply, PlaceFit fit,
+             PlanEntry *entries, PlanCpuLoad *loads) {
+        CpuSet *sets = NULL;
+        PlaceCpu *v = NULL;
+        EdfVerdict *verdicts = NULL;
+        int r = 0;
+
+        if (ncpus == 0 || ncpus > PLAN_CPUS_MAX || (unsigned) fit >= _PLACE_FIT_MAX)
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                const DlParams *p = &tasks[i].params;
+                if (p->runtime < DL_RUNTIME_MIN || p->runtime > p->deadline || p->deadline > p->period)
+                        return -EINVAL;
+        }
+        sets = calloc(ncpus, sizeof(*sets));
+        v = calloc(ncpus, sizeof(*v));
+        verdicts = calloc(ncpus, sizeof(*verdicts));
+        if (!sets || !v || !verdicts) {
+                r = -ENOMEM;
+                goto finish;
+        }
+
+        for (size_t i = 0; i < n; i++) {
+                PlanEntry *e = &entries[i];
+                size_t at;
+                PlaceSplit sp;
+
+                *e = (PlanEntry) { .outcome = PLAN_REFUSED };
+                views(sets, ncpus, supply, v);
+                r = place_choose(v, ncpus, &tasks[i].params, fit, &at, verdicts);
+                if (r == 0) {
+                        e->outcome = PLAN_PLACED;
+                        e->cpu = (unsigned) at;
+                        e->verdict = verdicts[at];
+                        r = push(&sets[at], &tasks[i].params);
+                        if (r < 0)
+                                goto finish;
+                        continue;
+                }
+                if (r != -ENOSPC)
+                        goto finish;
+                place_format_refusal(v, ncpus, &tasks[i].params, verdicts, e->reason, sizeof(e->reason));
+                if (!tasks[i].split) {
+                        r = 0;
+                        continue;
+                }
+                r = place_split(v, ncpus, &tasks[i].params, fit, &sp);
+                if (r == -ENOSPC) {
+                        size_t len = strlen(e->reason);
+                        snprintf(e->reason + len, sizeof(e->reason) - len, "; no two CPUs can take it split either");
+                        r = 0;
+                        continue;
+                }
+                if (r < 0)
+                        goto finish;
+                e->outcome = PLAN_SPLIT;
+                e->cpu = (unsigned) sp.index_a;
+                e->cpu_b = (unsigned) sp.index_b;
+                e->stage1 = sp.stage1;
+                e->stage2 = sp.stage2;
+                e->verdict = sp.verdict_b;
+                e->reason[0] = '\0';
+                r = push(&sets[sp.index_a], &sp.stage1);
+                if (r >= 0)
+                        r = push(&sets[sp.index_b], &sp.stage2);
+                if (r < 0)
+                        goto finish;
+        }
+
+        views(sets, ncpus, supply, v);
+        for (unsigned c = 0; loads && c < ncpus; c++) {
+                EdfVerdict ver;
+
+                r = edf_check(sets[c].tasks, sets[c].n, NULL, 0, supply, &ver);
+                if (r < 0)
+                        goto finish;
+                loads[c] = (PlanCpuLoad) { .id = c, .cap_bw = place_left(&v[c], 0), .bw = ver.bw_total, .n_tasks = sets[c].n };
+        }
+        r = 0;
+finish:
+        for (unsigned c = 0; sets && c < ncpus; c++)
+                free(sets[c].tasks);
+        free(sets);
+        free(v);
+        free(verdicts);
+        return r;
+}
+
+const char *plan_outcome_to_string(PlanOutcome o) {
+        static const char *const names[_PLAN_OUTCOME_MAX] = {
+                [PLAN_PLACED] = "placed",
+                [PLAN_SPLIT] = "split",
+                [PLAN_REFUSED] = "refused",
+        };
+        return (unsigned) o < _PLAN_OUTCOME_MAX ? names[o] : "?";
+}

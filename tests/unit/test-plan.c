@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* plan_run() (the dry run's decisions) and plan_file_parse() (its CSV and YAML task sets, and every
+ * refusal of a bad file). */
+
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+
+#include "basic/macro.h"
+#include "core/bandwidth.h"
+#include "core/plan.h"
+#include "plan-file.h"
+
+#define MS NSEC_PER_MSEC
+#define US NSEC_PER_USEC
+
+static EdfSupply host(void) { /* this host's CPU: a 95% cap less a 50 ms / 1 s fair server */
+        DlParams server = EDF_FAIR_SERVER_DEFAULT;
+        EdfSupply s;
+
+        cr_assert_eq(edf_supply_from_kernel(950000, 1000000, &server, &s), 0);
+        return s;
+}
+
+static PlanFile parse_ok(const char *name, const char *text) {
+        char err[PLAN_FILE_ERROR_MAX];
+        PlanFile f;
+        int r = plan_file_parse(name, text, strlen(text), &f, err);
+
+        cr_assert_eq(r, 0, "%s: %s", name, err);
+        return f;
+}
+
+static void parse_bad(const char *name, const char *text, const char *want) {
+        char err[PLAN_FILE_ERROR_MAX];
+        PlanFile f = { .n = 99 };
+
+        cr_assert_eq(plan_file_parse(name, text, strlen(text), &f, err), -EINVAL, "%s parsed", text);
+        cr_assert_str_eq(err, want);
+        cr_assert_eq(f.n, 0);
+        cr_assert_null(f.tasks);
+}
+
+Test(plan, seed_case) {
+        PlanFile f = parse_ok("seed.csv", "# the seed's case\nname,runtime,deadline,period,split\n"
+                                          "a,5.8ms,10ms,10ms,no\nb, 5.8ms ,10ms,10ms,\nc,5.8ms,,10ms,yes\n");
+        PlanEntry e[3];
+        PlanCpuLoad loads[2];
+        EdfSupply s = host();
+
+        cr_assert_eq(f.n, 3);
+        cr_assert_str_eq(f.tasks[1].name, "b");
+        cr_assert_eq(f.tasks[2].params.deadline, 10 * MS, "an empty deadline is the period");
+        cr_assert(f.tasks[2].split);
+        cr_assert_not(f.tasks[1].split);
+
+        cr_assert_eq(plan_run(f.tasks, f.n, 2, &s, PLACE_FIT_BEST, e, loads), 0);
+        cr_assert_eq(e[0].outcome, PLAN_PLACED);
+        cr_assert_eq(e[0].cpu, 0);
+        cr_assert_eq(e[1].outcome, PLAN_PLACED);
+        cr_assert_eq(e[1].cpu, 1);
+        cr_assert_eq(e[2].outcome, PLAN_SPLIT);
+        cr_assert_eq(e[2].stage1.runtime, 3200 * US);
+        cr_assert_eq(e[2].stage2.runtime, 2600 * US);
+        cr_assert_eq(e[2].cpu_b, 1);
+        cr_assert_eq(loads[0].n_tasks, 2);
+        cr_assert_eq(loads[1].n_tasks, 2);
+        cr_assert_leq(loads[0].bw, loads[0].cap_bw);
+
+        /* Without the split, the third is refused with the numbers. */
+        f.tasks[2].split = false;
+        cr_assert_eq(plan_run(f.tasks, f.n, 2, &s, PLACE_FIT_BEST, e, NULL), 0);
+        cr_assert_eq(e[2].outcome, PLAN_REFUSED);
+        cr_assert_str_eq(e[2].reason, "no CPU can take 58%: cpu0 32% left, cpu1 32% left");
+        /* Nor on one CPU with the split: there is no second CPU. */
+        f.tasks[2].split = true;
+        cr_assert_eq(plan_run(f.tasks, f.n, 1, &s, PLACE_FIT_BEST, e, NULL), 0);
+        cr_assert_eq(e[1].outcome, PLAN_REFUSED);
+        cr_assert_str_eq(e[2].reason, "no CPU can take 58%: cpu0 32% left; no two CPUs can take it split either");
+        plan_file_done(&f);
+}
+
+Test(plan, constrained_deadlines_yaml) {
+        PlanFile f = parse_ok("set.yaml", "tasks:\n"
+                                          "  - { name: control, runtime: 50ms, deadline: 50ms, period: 100ms }\n"
+                                          "  - name: logger\n    runtime: 10ms\n    period: 100ms\n    group: io\n"
+                                          "  - { name: sensor, runtime: 2ms, deadline: 5ms, period: 20ms, split: false }\n");
+        PlanEntry e[3];
+        EdfSupply s = host();
+
+        cr_assert_eq(f.n, 3);
+        cr_assert_str_eq(f.tasks[1].group, "io");
+        cr_assert_null(f.tasks[0].group);
+        cr_assert_eq(plan_run(f.tasks, f.n, 1, &s, PLACE_FIT_BEST, e, NULL), 0);
+        cr_assert_eq(e[0].outcome, PLAN_PLACED);
+        cr_assert_eq(e[1].outcome, PLAN_PLACED);
+        cr_assert_eq(e[1].verdict.test, EDF_TEST_DEMAND);
+        cr_assert_eq(e[2].outcome, PLAN_REFUSED);
+        cr_assert_str_eq(e[2].reason, "no CPU can take 10%: cpu0 30% left but a deadline fails at 50ms (demand 56ms)");
+        /* Two CPUs: the sensor goes where the control loop is not. */
+        cr_assert_eq(plan_run(f.tasks, f.n, 2, &s, PLACE_FIT_BEST, e, NULL), 0);
+        cr_assert_eq(e[2].outcome, PLAN_PLACED);
+        cr_assert_eq(e[2].cpu, 1);
+        plan_file_done(&f);
+}
+
+Test(plan, formats) {
+        /* No extension: "tasks:" makes it YAML, anything else CSV. */
+        PlanFile f = parse_ok("set", "\n# comment\ntasks:\n  - { runtime: 1ms, period: 10ms }\n");
+        cr_assert_eq(f.n, 1);
+        cr_assert_str_eq(f.tasks[0].name, "#1");
+        plan_file_done(&f);
+        f = parse_ok("-", "period,runtime\r\n10ms,1ms\r\n20ms,2ms\r\n");
+        cr_assert_eq(f.n, 2);
+        cr_assert_eq(f.tasks[1].params.period, 20 * MS);
+        cr_assert_str_eq(f.tasks[1].name, "#2");
+        plan_file_done(&f);
+        f = parse_ok("x.yml", "---\ntasks:\n  - { runtime: 1ms, period: 10ms, split: yes }\n...\n");
+        cr_assert(f.tasks[0].split);
+        plan_file_done(&f);
+        plan_file_done(NULL);
+}
+
+Test(plan, bad_files) {
+        parse_bad("a.csv", "", "a.csv: is empty (a CSV task set starts with a header line: name, runtime, deadline, period, group, split)");
+        parse_bad("a.csv", "name,runtime,period\n", "a.csv: holds no task");
+        parse_bad("a.csv", "name,runtime,cpu,period\n", "a.csv:1: unknown column \"cpu\" (expected name, runtime, deadline, period, group, split)");
+        parse_bad("a.csv", "name,runtime\n", "a.csv:1: the header names no period column (the first line is the header: name, runtime, deadline, period, group, split)");
+        parse_bad("a.csv", "runtime,period,runtime\n", "a.csv:1: column runtime is named twice");
+        parse_bad("a.csv", "runtime,period\n1ms,10ms\n5,10ms\n", "a.csv:3: runtime \"5\" has no unit (write it as 10ms, 250us, 1.5s)");
+        parse_bad("a.csv", "runtime,period\n1ms,10ms,3\n", "a.csv:2: more fields than the header's 2 columns");
+        parse_bad("a.csv", "runtime,period,name\n1ms,10ms\n", "a.csv:2: 2 fields, the header has 3 columns");
+        parse_bad("a.csv", "name,runtime,period\nv,11ms,10ms\n", "a.csv:2: task v: runtime 11ms is above the period 10ms");
+        parse_bad("a.csv", "name,runtime,deadline,period\nv,1ms,20ms,10ms\n", "a.csv:2: task v: deadline 20ms is above the period 10ms");
+        parse_bad("a.csv", "name,runtime,deadline,period\nv,2ms,1ms,10ms\n", "a.csv:2: task v: runtime 2ms is above the deadline 1ms");
+        parse_bad("a.csv", "name,runtime,deadline,period\nv,1ms,0ms,10ms\n", "a.csv:2: deadline is 0 (leave it out for a deadline equal to the period)");
+        parse_bad("a.csv", "runtime,period\n100ns,10ms\n", "a.csv:2: task #1: runtime is below 1024ns, the kernel's minimum");
+        parse_bad("a.csv", "runtime,period\n,10ms\n", "a.csv:2: task #1 has no runtime");
+        parse_bad("a.csv", "runtime,period,split\n1ms,10ms,maybe\n", "a.csv:2: split \"maybe\" is not yes or no");
+        parse_bad("a.csv", "runtime,period,name\n1ms,10ms,a\tb\n", "a.csv:2: name \"a?b\" holds a control character");
+        parse_bad("a.csv", "runtime,period\n99999999999999999999s,10ms\n", "a.csv:2: runtime \"99999999999999999999s\" is too large");
+        parse_bad("b.yaml", "tasks: [ { runtime: 1ms } ]\n", "b.yaml:1: task #1 has no period");
+        parse_bad("b.yaml", "tasks:\n  - { runtime: 1ms, period: 10ms, cpu: 1 }\n", "b.yaml:2: unknown key \"cpu\" in a task (expected name, runtime, deadline, period, group, split)");
+        parse_bad("b.yaml", "cpus: 2\n", "b.yaml:1: unknown key \"cpus\" (expected tasks)");
+        parse_bad("b.yaml", "tasks: 3\n", "b.yaml:1: tasks must be a sequence of tasks");
+        parse_bad("b.yaml", "tasks: [ 3 ]\n", "b.yaml:1: each task is a mapping (name, runtime, deadline, period, group, split)");
+        parse_bad("b.yaml", "tasks: [ { runtime: [1ms] } ]\n", "b.yaml:1: runtime must be a scalar");
+        parse_bad("b.yaml", "tasks: [ { runtime: 1ms, runtime: 2ms } ]\n", "b.yaml:1: runtime given twice");
+        parse_bad("b.yaml", "tasks: [ &a { runtime: 1ms, period: 2ms }, *a ]\n", "b.yaml:1: aliases are not allowed");
+        parse_bad("b.yaml", "tasks: [\n", "b.yaml:2: not valid YAML: did not find expected node content");
+        parse_bad("b.yaml", "- 1\n", "b.yaml:1: expected a mapping with tasks:");
+        parse_bad("b.yaml", "", "b.yaml: is empty (expected tasks:)");
+        parse_bad("b.yaml", "tasks: []\n", "b.yaml: holds no task");
+        parse_bad("b.yaml", "tasks: []\ntasks: []\n", "b.yaml:2: tasks given twice");
+        parse_bad("b.yaml", "tasks: [ { runtime: 1ms, period: 10ms } ]\n---\ntasks: []\n", "b.yaml:2: holds more than one document");
+        parse_bad("b.yaml", "{}\n", "b.yaml: has no tasks:");
+}
+
+Test(plan, bad_calls) {
+        PlanTask t = { .name = "x", .params = { .runtime = 1 * MS, .deadline = 10 * MS, .period = 10 * MS } };
+        PlanEntry e;
+        EdfSupply s = host();
+
+        cr_assert_eq(plan_run(&t, 1, 0, &s, PLACE_FIT_BEST, &e, NULL), -EINVAL);
+        cr_assert_eq(plan_run(&t, 1, PLAN_CPUS_MAX + 1, &s, PLACE_FIT_BEST, &e, NULL), -EINVAL);
+        cr_assert_eq(plan_run(&t, 1, 1, &s, _PLACE_FIT_MAX, &e, NULL), -EINVAL);
+        t.params.runtime = 100;
+        cr_assert_eq(plan_run(&t, 1, 1, &s, PLACE_FIT_BEST, &e, NULL), -EINVAL);
+        cr_assert_eq(plan_run(NULL, 0, 1, &s, PLACE_FIT_BEST, NULL, NULL), 0);
+        cr_assert_str_eq(plan_outcome_to_string(PLAN_SPLIT), "split");
+}
