@@ -10,9 +10,11 @@
  * exit status 3 with a hint. */
 
 #include <errno.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "edfctl.h"
 #include "shared/protocol.h"
@@ -175,5 +177,71 @@ int bus_call_edfd(sd_bus *bus, const char *method, sd_bus_message **ret_reply, c
                 return bus_call_failed(&error, r, method);
         if (ret_reply)
                 *ret_reply = reply;
+        return EDFCTL_EXIT_OK;
+}
+
+/* The reply of an asynchronous call, for bus_call_edfd_awake(). */
+typedef struct AwakeCall {
+        bool done;
+        sd_bus_message *reply;
+        sd_bus_error error;
+} AwakeCall;
+
+static int on_awake_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
+        AwakeCall *c = userdata;
+
+        c->done = true;
+        if (sd_bus_message_is_method_error(m, NULL))
+                (void) sd_bus_error_copy(&c->error, sd_bus_message_get_error(m));
+        else
+                c->reply = sd_bus_message_ref(m);
+        return 1;
+}
+
+int bus_call_edfd_awake(sd_bus *bus, const char *method, sd_bus_message **ret_reply, const char *types, ...) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *call = NULL;
+        _cleanup_(sd_bus_slot_unrefp) sd_bus_slot *slot = NULL;
+        AwakeCall c = { .error = SD_BUS_ERROR_NULL };
+        uint64_t timeout_usec = 0, start;
+        struct timespec ts;
+        va_list ap;
+        int r;
+
+        r = sd_bus_message_new_method_call(bus, &call, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, method);
+        if (r >= 0) {
+                va_start(ap, types);
+                r = sd_bus_message_appendv(call, types, ap);
+                va_end(ap);
+        }
+        if (r >= 0)
+                r = sd_bus_call_async(bus, &slot, call, on_awake_reply, &c, 0);
+        if (r < 0)
+                return bus_call_failed(&c.error, r, method);
+        (void) sd_bus_get_method_call_timeout(bus, &timeout_usec);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        start = (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
+        /* Never sleep: process what has arrived, else look again at once. */
+        while (!c.done) {
+                r = sd_bus_process(bus, NULL);
+                if (r < 0)
+                        break;
+                if (r > 0)
+                        continue;
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                if ((uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000 - start > timeout_usec) {
+                        r = -ETIMEDOUT;
+                        break;
+                }
+                sched_yield();
+        }
+        if (!c.done || sd_bus_error_is_set(&c.error)) {
+                r = bus_call_failed(&c.error, r < 0 ? r : -sd_bus_error_get_errno(&c.error), method);
+                sd_bus_error_free(&c.error);
+                return r;
+        }
+        if (ret_reply)
+                *ret_reply = c.reply;
+        else
+                sd_bus_message_unref(c.reply);
         return EDFCTL_EXIT_OK;
 }

@@ -39,8 +39,11 @@ typedef struct ReservationRow {
         const char *group;         /* points into the reply */
         uint64_t runtime, deadline, period, bw, flags, split_from, donated;
         uint32_t uid;
+        uint32_t cpu;              /* partitioned placement: its CPU; RESERVATION_GLOBAL: global */
         char comm[17];             /* "" when the thread is not visible */
 } ReservationRow;
+
+#define RESERVATION_GLOBAL UINT32_MAX
 
 typedef struct Props {
         const char *version;
@@ -269,10 +272,11 @@ static int parse_groups(Snapshot *s) {
 static int read_reservation(sd_bus_message *m, ReservationRow *v) {
         static const DictField extra[] = {
                 { "donated", 't', offsetof(ReservationRow, donated) },
+                { "cpu", 'u', offsetof(ReservationRow, cpu) },
         };
         int r;
 
-        *v = (ReservationRow) {};
+        *v = (ReservationRow) { .cpu = RESERVATION_GLOBAL };
         r = sd_bus_message_enter_container(m, 'r', EDFD_RESERVATION_ENTRY);
         if (r <= 0)
                 return r;
@@ -380,7 +384,11 @@ static int reservation_lines(const Snapshot *s, Table *t) {
                 r = r ?: table_add(t, "%s/%s/%s", duration_format(v->runtime, a), duration_format(v->deadline, b),
                                    duration_format(v->period, c));
                 r = r ?: table_add(t, "%s", bw_format(v->bw, bw));
-                if (v->split_from)
+                if (v->cpu != RESERVATION_GLOBAL && v->split_from)
+                        r = r ?: table_add(t, "cpu %" PRIu32 ", split from #%" PRIu64, v->cpu, v->split_from);
+                else if (v->cpu != RESERVATION_GLOBAL)
+                        r = r ?: table_add(t, "cpu %" PRIu32, v->cpu);
+                else if (v->split_from)
                         r = r ?: table_add(t, "split from #%" PRIu64, v->split_from);
                 else
                         r = r ?: table_add(t, "%s", "");
@@ -471,17 +479,18 @@ static int list_print(const Snapshot *s) {
                 puts("No reservations.");
                 return 0;
         }
-        t = table_new(11);
+        t = table_new(12);
         if (!t)
                 return -ENOMEM;
         /* One blank between columns: the right-aligned headers leave room enough, and a row with
          * seven-digit pids and flags still fits 80 columns. */
         table_set_separator(t, 1);
         static const char *const headers[] = { "ID", "GROUP", "PID", "TID", "COMM", "RUNTIME", "DEADLINE",
-                                               "PERIOD", "BW", "FLAGS", "SPLIT-FROM" };
+                                               "PERIOD", "BW", "FLAGS", "SPLIT-FROM", "CPU" };
+        bool any_cpu = false;
         for (size_t i = 0; i < ELEMENTSOF(headers); i++)
                 r = r ?: table_add(t, "%s", headers[i]);
-        for (size_t i = 0; i < 11; i++)
+        for (size_t i = 0; i < 12; i++)
                 if (i != 1 && i != 4 && i != 9)
                         table_align_right(t, i);
         for (size_t i = 0; i < s->n_reservations; i++) {
@@ -501,8 +510,13 @@ static int list_print(const Snapshot *s) {
                         r = r ?: table_add(t, "%" PRIu64, v->split_from);
                 else
                         r = r ?: table_add(t, "-");
+                if (v->cpu != RESERVATION_GLOBAL)
+                        r = r ?: table_add(t, "%" PRIu32, v->cpu);
+                else
+                        r = r ?: table_add(t, "-");
                 any_flags = any_flags || v->flags != 0;
                 any_split = any_split || v->split_from != 0;
+                any_cpu = any_cpu || v->cpu != RESERVATION_GLOBAL;
         }
         if (r < 0)
                 return r;
@@ -510,6 +524,8 @@ static int list_print(const Snapshot *s) {
                 table_hide(t, 9);
         if (!any_split)
                 table_hide(t, 10);
+        if (!any_cpu)
+                table_hide(t, 11);
         table_print(t, stdout);
         return 0;
 }
@@ -564,6 +580,7 @@ static json_object *json_reservation(const ReservationRow *v) {
         JSON_ADD(o, "flag_names", fl, r);
         JSON_ADD(o, "split_from", v->split_from ? json_object_new_uint64(v->split_from) : NULL, r);
         JSON_ADD(o, "donated", v->split_from ? json_object_new_uint64(v->donated) : NULL, r);
+        JSON_ADD(o, "cpu", v->cpu != RESERVATION_GLOBAL ? json_object_new_uint64(v->cpu) : NULL, r);
         JSON_ADD(o, "uid", json_object_new_uint64(v->uid), r);
         if (r < 0) {
                 json_object_put(o);

@@ -326,8 +326,12 @@ int verb_admit(const Args *a) {
         ex = bus_connect(&bus);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
-        ex = bus_call_edfd(bus, "Admit", &reply, "uustttt", pid, tid, group, p.runtime,
-                           p.deadline, p.period, flags);
+        if (a->command)
+                ex = bus_call_edfd_awake(bus, "Admit", &reply, "uustttt", pid, tid, group, p.runtime, p.deadline,
+                                         p.period, flags);
+        else
+                ex = bus_call_edfd(bus, "Admit", &reply, "uustttt", pid, tid, group, p.runtime, p.deadline, p.period,
+                                   flags);
         if (ex == EDFCTL_EXIT_OK) {
                 r = sd_bus_message_read(reply, "t", &id);
                 if (r < 0)

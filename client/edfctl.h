@@ -93,6 +93,10 @@ int bus_parse_failed(int r, const char *what);
 /* Call method on edfd's object with the given signature and arguments; on failure print the reason
  * and return its exit status, else EDFCTL_EXIT_OK with the reply in *ret_reply (may be NULL). */
 int bus_call_edfd(sd_bus *bus, const char *method, sd_bus_message **ret_reply, const char *types, ...);
+/* The same, waiting for the reply without ever sleeping, so that the calling thread stays runnable:
+ * for `admit -- COMMAND`, where edfd may move this very thread into a partition on another CPU, and
+ * the kernel moves a sleeping thread only when it wakes (it could not admit it there before). */
+int bus_call_edfd_awake(sd_bus *bus, const char *method, sd_bus_message **ret_reply, const char *types, ...);
 
 /* --- edfctl-parse.c: option values; pure, no I/O --- */
 

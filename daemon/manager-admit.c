@@ -60,6 +60,8 @@ static int admit_finish(Manager *m, Reservation *res, SchedTarget *t, uid_t call
         if (caller_uid != 0 && (authz_process_owner((pid_t) pid, &owner_after) < 0 || owner_after != owner)) {
                 uint64_t id = res->id;
                 (void) sched_release(t);
+                if (res->partitioned)
+                        place_move_out(m, res->pid, res->tid);
                 reservation_release(m->tree, res, NULL);
                 (void) state_write_release(m->state, id);
                 sched_target_done(t);
@@ -71,6 +73,8 @@ static int admit_finish(Manager *m, Reservation *res, SchedTarget *t, uid_t call
                 if (r < 0) {
                         uint64_t id = res->id;
                         (void) sched_release(t);
+                        if (res->partitioned)
+                                place_move_out(m, res->pid, res->tid);
                         reservation_release(m->tree, res, NULL);
                         (void) state_write_release(m->state, id);
                         sched_target_done(t);
@@ -83,6 +87,8 @@ static int admit_finish(Manager *m, Reservation *res, SchedTarget *t, uid_t call
                 uint64_t id = res->id;
                 log_state_failure(r);
                 (void) sched_release(t);
+                if (res->partitioned)
+                        place_move_out(m, res->pid, res->tid);
                 reservation_release(m->tree, res, NULL);
                 (void) state_write_release(m->state, id);
                 sched_target_done(t);
@@ -333,9 +339,18 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
         }
         owner = d.owner;
 
+        /* Where: globally, or on the CPU of a partition that the exact test chose (manager-place.c). */
+        bool partitioned;
+        uint32_t cpu;
+        if (place_decide(m, d.group, &d.params, req->forced_cpu, &partitioned, &cpu, error) < 0) {
+                sched_target_done(&t);
+                return -1;
+        }
+
         /* Apply the decision to the books. */
         spec = (ReservationSpec) {
                 .pid = d.pid, .tid = d.tid, .uid = d.owner, .identity = t.identity, .params = d.params, .flags = d.flags,
+                .partitioned = partitioned, .cpu = cpu,
         };
         r = reservation_admit(m->tree, d.group, &spec, &res, &rf);
         if (r != 0) {
@@ -353,7 +368,31 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                 sched_target_done(&t);
                 return op_errno(error, r, "recording the admission");
         }
-        if (req->done) {
+        if (partitioned) {
+                /* Into its CPU's partition first: the kernel admits it there, or not at all. */
+                r = place_move_in(m, cpu, res->pid, res->tid, error);
+                if (r < 0) {
+                        uint64_t id = res->id;
+                        place_move_out(m, res->pid, res->tid);
+                        reservation_release(m->tree, res, NULL);
+                        (void) state_write_release(m->state, id);
+                        sched_target_done(&t);
+                        return -1;
+                }
+                r = apply_with_retry(&t, &res->params, res->flags);
+                if (r < 0)
+                        place_move_out(m, res->pid, res->tid);
+                if (r == -EPERM) {
+                        uint64_t id = res->id;
+                        reservation_release(m->tree, res, NULL);
+                        (void) state_write_release(m->state, id);
+                        sched_target_done(&t);
+                        return op_fail(error, OP_KERNEL_REFUSED,
+                                       "admission: the kernel refused thread %" PRIu32 " on cpu%" PRIu32 " (EPERM): it has "
+                                       "not run there since it was moved (a sleeping thread moves when it wakes)",
+                                       d.tid, cpu);
+                }
+        } else if (req->done) {
                 /* Pinned (or found alive) and read above: no second verify and read before the change. */
                 r = sched_apply_deadline_known(&t, &si, res->params.runtime, res->params.deadline, res->params.period,
                                                sched_flags_of(res->flags));

@@ -86,7 +86,8 @@ static void return_to_donor(Manager *m, const StateRecord *rec) {
                 return;
         ReservationSpec spec = { .id = rec->id, .pid = rec->pid, .tid = rec->tid, .uid = rec->uid,
                                  .identity = rec->identity, .params = rec->params, .flags = rec->flags,
-                                 .donor = rec->donor, .donated = rec->donated };
+                                 .donor = rec->donor, .donated = rec->donated, .partitioned = rec->partitioned,
+                                 .cpu = rec->cpu };
         if (reservation_admit(m->tree, g, &spec, &tmp, NULL) != 0)
                 return;
         reservation_release(m->tree, tmp, &e);
@@ -151,7 +152,8 @@ void adopt(Manager *m, const StateLoaded *l) {
                 /* The thread's identity as this kernel gives it (a record may hold a start time). */
                 ReservationSpec spec = { .id = rec->id, .pid = rec->pid, .tid = rec->tid, .uid = rec->uid,
                                          .identity = t.identity, .params = rec->params, .flags = rec->flags,
-                                         .donor = rec->donor, .donated = rec->donated };
+                                         .donor = rec->donor, .donated = rec->donated, .partitioned = rec->partitioned,
+                                 .cpu = rec->cpu };
                 r = g ? reservation_admit(m->tree, g, &spec, NULL, &rf) : -1;
                 if (r != 0) {
                         log_warning("Thread %" PRIu32 " (reservation %" PRIu64 ") cannot be re-adopted into %s: %s; "

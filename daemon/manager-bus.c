@@ -210,6 +210,49 @@ static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_e
         return sd_bus_reply_method_return(msg, "t", id);
 }
 
+static int method_admit_split(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        uint32_t pid, tid1, tid2;
+        uint64_t runtime, deadline, period, flags;
+        const char *group;
+        SplitRequest req;
+        SplitResult res;
+        OpError e = {};
+        int r;
+
+        r = sd_bus_message_read(msg, "uuustttt", &pid, &tid1, &tid2, &group, &runtime, &deadline, &period, &flags);
+        if (r < 0)
+                return r;
+        /* The arguments as Admit checks them, once per stage's thread. */
+        AdmitRequest check1 = { .pid = pid, .tid = tid1, .group = group, .flags = flags };
+        AdmitRequest check2 = { .pid = pid, .tid = tid2, .group = group, .flags = flags };
+        if (manager_admit_check_args(&check1, &e) < 0 || manager_admit_check_args(&check2, &e) < 0)
+                return reply_error(ret_error, &e);
+        req = (SplitRequest) { .pid = pid, .tid1 = tid1, .tid2 = tid2, .group = group,
+                               .params = { runtime, deadline, period }, .flags = flags };
+        r = caller_of(m, msg, &req.caller, ret_error);
+        if (r < 0)
+                return r;
+        if (!authz_polkit_known(&m->bus_half->polkit, msg) && manager_rate_check(m, &req.caller, &e) < 0)
+                return reply_error(ret_error, &e);
+        r = authorize(m, msg, &req.caller, ACTION_ADMIT, "a split admission", method_admit_split, ret_error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (flags & EDFD_ADMIT_MOVE) {
+                r = authorize(m, msg, &req.caller, ACTION_MANAGE, "moving a process into edfd's cgroups (flag 4)",
+                              method_admit_split, ret_error);
+                if (r <= 0)
+                        return r < 0 ? r : 1;
+                req.may_move = true;
+        }
+        if (manager_admit_split(m, &req, &res, &e) < 0)
+                return reply_error(ret_error, &e);
+        /* Stage 1's deadline and stage 2's release offset are both runtime1; stage 2's deadline is
+         * deadline - runtime1. */
+        return sd_bus_reply_method_return(msg, "ttuttu", res.id1, res.stage1.runtime, res.cpu1, res.id2,
+                                          res.stage2.runtime, res.cpu2);
+}
+
 static int method_update(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         Manager *m = userdata;
         uint64_t id, runtime, deadline, period;
@@ -313,10 +356,21 @@ static int method_list_reservations(sd_bus_message *msg, void *userdata, sd_bus_
                 return r;
         for (const Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res)) {
                 /* The entry's last member, a{sv}, carries what is added later without breaking clients. */
-                r = sd_bus_message_append(reply, "(tuusttttttua{sv})", res->id, res->pid, res->tid, res->group->path,
-                                          res->params.runtime, res->params.deadline, res->params.period, res->bw,
-                                          res->flags, res->donor, res->uid,
-                                          res->donor ? 1 : 0, "donated", "t", res->donated);
+                r = sd_bus_message_open_container(reply, 'r', EDFD_RESERVATION_ENTRY);
+                if (r >= 0)
+                        r = sd_bus_message_append(reply, "tuusttttttu", res->id, res->pid, res->tid, res->group->path,
+                                                  res->params.runtime, res->params.deadline, res->params.period, res->bw,
+                                                  res->flags, res->donor, res->uid);
+                if (r >= 0)
+                        r = sd_bus_message_open_container(reply, 'a', "{sv}");
+                if (r >= 0 && res->donor)
+                        r = sd_bus_message_append(reply, "{sv}", "donated", "t", res->donated);
+                if (r >= 0 && res->partitioned)
+                        r = sd_bus_message_append(reply, "{sv}", "cpu", "u", res->cpu);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
+                if (r >= 0)
+                        r = sd_bus_message_close_container(reply);
                 if (r < 0)
                         return r;
         }
@@ -538,6 +592,7 @@ static int property_version(sd_bus *bus, const char *path, const char *interface
                 return r;                                                                                     \
         }
 DEFERRING(method_admit)
+DEFERRING(method_admit_split)
 DEFERRING(method_update)
 DEFERRING(method_release)
 DEFERRING(method_release_thread)
@@ -569,6 +624,13 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group) SD_BUS_PARAM(runtime)
                                  SD_BUS_PARAM(deadline) SD_BUS_PARAM(period) SD_BUS_PARAM(flags),
                                  "t", SD_BUS_PARAM(id), method_admit_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("AdmitSplit", "uuustttt",
+                                 SD_BUS_PARAM(pid) SD_BUS_PARAM(tid1) SD_BUS_PARAM(tid2) SD_BUS_PARAM(group)
+                                 SD_BUS_PARAM(runtime) SD_BUS_PARAM(deadline) SD_BUS_PARAM(period) SD_BUS_PARAM(flags),
+                                 "ttuttu",
+                                 SD_BUS_PARAM(id1) SD_BUS_PARAM(runtime1) SD_BUS_PARAM(cpu1)
+                                 SD_BUS_PARAM(id2) SD_BUS_PARAM(runtime2) SD_BUS_PARAM(cpu2),
+                                 method_admit_split_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Update", "tttt",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(runtime) SD_BUS_PARAM(deadline) SD_BUS_PARAM(period),
                                  "", , method_update_deferred, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -54,11 +54,6 @@ int config_load(const char *path, Config **ret, char **ret_errors) {
                 return r;
         }
         conf_errors_done(&errors);
-        /* Parsed and checked, not yet applied (issue 21): say so rather than place silently. */
-        if (c->n_partitions > 0 || c->placement == CONF_PLACEMENT_PARTITIONED)
-                log_warning("%s: partitions and partitioned placement are checked but not applied by this edfd "
-                            "yet; every reservation is placed globally (bounded tardiness, not deadlines)",
-                            path ?: "(embedded edfd.yaml)");
         *ret = c;
         return 0;
 }
@@ -226,7 +221,8 @@ int manager_reload(Manager *m, OpError *error) {
                 Group *g = tree_find_group(t, res->group->path);
                 ReservationSpec spec = { .id = res->id, .pid = res->pid, .tid = res->tid, .uid = res->uid,
                                          .identity = res->identity, .params = res->params, .flags = res->flags,
-                                         .donor = res->donor, .donated = res->donated };
+                                         .donor = res->donor, .donated = res->donated,
+                                         .partitioned = res->partitioned, .cpu = res->cpu };
                 Refusal rf;
                 char buf[256];
 

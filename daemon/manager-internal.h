@@ -84,6 +84,26 @@ int snapshot(Manager *m, bool with_overrides);
 /* Compact the state journal when it has grown enough. */
 void maybe_compact(Manager *m);
 
+/* manager-place.c */
+/* Make the configuration's partitions (at start), or repair what an earlier edfd left when there
+ * are none; a failure is logged and leaves partitioned placement refused with the reason. */
+void place_setup(Manager *m);
+void place_free(Manager *m);
+/* Whether g's placement is partitioned. */
+bool place_partitioned(const Manager *m, const Group *g);
+/* The partition of cpu, or NULL. */
+const char *place_cpu_name(const Manager *m, uint32_t cpu);
+/* For a partitioned g: the CPU for p (the core's exact test, best fit), or a refusal naming every
+ * CPU's state ("no CPU can take 58%: cpu0 32% left, cpu1 32% left"); with forced_cpu, that CPU
+ * (a split's stage) if it still passes. For a global g: not partitioned. Returns 0 or -1 with *e. */
+int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *forced_cpu, bool *ret_partitioned,
+                 uint32_t *ret_cpu, OpError *e);
+/* Move the thread (v2: its process, then the thread) into cpu's partition and wait (up to 200 ms)
+ * until it has run there. Returns 0 or -1 with *e. */
+int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError *e);
+/* Move a released thread (v2: its process) back out of the partitions; a failure is logged. */
+void place_move_out(Manager *m, uint32_t pid, uint32_t tid);
+
 /* manager-procs.c */
 /* Start listening to the proc connector (at start; a failure is logged). */
 void procs_open(Manager *m);

@@ -185,6 +185,10 @@ static void handle_fork(Manager *m, const ProcEvent *ev) {
         if (r < 0)
                 return; /* the child is gone already: the donor keeps everything */
 
+        /* A partitioned child starts on its parent's CPU (it inherits the cpuset): a full copy there
+         * would double the demand on that CPU without its test; a split keeps it as it was. */
+        if (donor->partitioned && policy == FORK_INHERIT)
+                policy = FORK_SPLIT;
         r = reservation_split_as(m->tree, donor, policy, (uint32_t) ev->tgid, (uint32_t) ev->pid, t.identity,
                                  &child, &old, &rf);
         if (r != 0) {

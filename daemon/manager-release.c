@@ -206,6 +206,8 @@ int manager_release(Manager *m, const Caller *c, Reservation *res, const char *r
                         return -1;
                 }
                 parked = r == 0;
+                if (parked && res->partitioned)
+                        place_move_out(m, res->pid, res->tid);
                 if (parked) {
                         /* Alive and released: its pin is kept for an Admit of the same thread. */
                         t = hashmap_remove(&m->targets, res->id);

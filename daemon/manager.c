@@ -403,6 +403,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 return r;
         }
         groups_setup(m);
+        place_setup(m);
         procs_open(m);
         adopt(m, &loaded);
         state_loaded_done(&loaded);
@@ -480,6 +481,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_unref(m->sighup);
         sd_event_source_unref(m->status_timer);
         procs_free(m);
+        place_free(m);
         m->capacity = capacity_free(m->capacity);
         release_stop(m);
         admit_stop(m);             /* answers the waiting admissions: before the bus half goes */

@@ -81,6 +81,21 @@ typedef struct GroupsRoom {
         bool cpu_max_missing_reported;
 } GroupsRoom;
 
+/* manager-place.c: the partitions edfd made at start and the CPU of each (read by the status). */
+typedef struct PlaceCpuInfo {
+        uint32_t cpu;
+        char name[33];             /* the partition's name (CPUSET_NAME_MAX + 1) */
+} PlaceCpuInfo;
+typedef struct PlaceRoom {
+        struct Cpusets *cpusets;   /* the adapter (cpuset.h), NULL before place_setup() */
+        const char *v1_mount, *v2_mount; /* NULL: the machine's */
+        bool active;               /* the configuration's partitions are made */
+        bool global_none;          /* ...and they take every online CPU: none is left for global placement */
+        char *unavailable;         /* why partitioned placement is refused here, or NULL */
+        PlaceCpuInfo *cpus;        /* one per partition, in the configuration's order */
+        size_t n_cpus;
+} PlaceRoom;
+
 /* manager-procs.c: the proc connector, the resync timer and what they counted (read by the bus
  * half's properties and by the status). */
 typedef struct ProcsRoom {
@@ -116,6 +131,7 @@ typedef struct Manager {
         ReleaseRoom release;
         GroupsRoom groups;
         ProcsRoom procs;
+        PlaceRoom place;
         ManagerBus *bus_half;      /* owned; only manager-bus.c looks inside */
 } Manager;
 
@@ -143,7 +159,27 @@ typedef struct AdmitRequest {
         bool may_move;             /* root, or polkit's manage action allowed it */
         AdmitDone done;            /* see manager_admit(); NULL: never wait in the background */
         void *done_userdata;
+        const uint32_t *forced_cpu; /* a split's stage: this CPU of a partitioned group, or refused */
 } AdmitRequest;
+
+/* A split reservation (manager-place.c): the job (C, D, T) of one process run by two of its threads
+ * as stage 1 (C1, C1, T) on one CPU and stage 2 (C - C1, D - C1, T) on another, released C1 after
+ * stage 1 (core/placement.h computes C1). Both stages or neither. */
+typedef struct SplitRequest {
+        uint64_t pid, tid1, tid2;
+        const char *group;         /* "" = default group; must be of partitioned placement */
+        DlParams params;
+        uint64_t flags;
+        Caller caller;
+        bool may_move;
+} SplitRequest;
+typedef struct SplitResult {
+        uint64_t id1, id2;
+        DlParams stage1, stage2;
+        uint32_t cpu1, cpu2;
+} SplitResult;
+/* Admit a split. Returns 0 with *ret, or -1 with *error (nothing admitted). */
+int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, OpError *error);
 
 /* Admit a thread. Returns 0 with *ret_id, or -1 with *error. When the kernel refuses the bandwidth
  * with EBUSY although the books have room (bandwidth on its way back at a 0-lag time, or taken by a

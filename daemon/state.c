@@ -267,7 +267,7 @@ static char *put_u64(char *p, uint64_t v) {
 }
 
 /* The longest record: type, 9 numbers of 20 digits and 3 of 10, the group, 13 separators. */
-#define RECORD_MAX (1 + 9 * 20 + 3 * 10 + GROUP_PATH_MAX + 13)
+#define RECORD_MAX (1 + 9 * 20 + 4 * 10 + GROUP_PATH_MAX + 14)
 _Static_assert(RECORD_MAX + 16 <= STATE_LINE_MAX, "a record must fit a journal line");
 
 /* "T id pid tid uid identity group runtime deadline period flags donor donated", NUL-terminated;
@@ -291,6 +291,8 @@ static void format_record(char *buf, char type, const StateRecord *r) {
         p = put_u64(p, r->flags);
         p = put_u64(p, r->donor);
         p = put_u64(p, r->donated);
+        if (r->partitioned)
+                p = put_u64(p, r->cpu);
         *p = '\0';
 }
 
@@ -338,6 +340,8 @@ void state_record_from(StateRecord *ret, const Reservation *r) {
                 .flags = r->flags,
                 .donor = r->donor,
                 .donated = r->donated,
+                .partitioned = r->partitioned,
+                .cpu = r->cpu,
         };
         snprintf(ret->group, sizeof ret->group, "%s", r->group->path);
 }
@@ -405,13 +409,15 @@ static size_t split_fields(char *body, char **fields, size_t max) {
 static int parse_record(char **f, size_t n, StateRecord *ret) {
         StateRecord r = {};
 
-        if (n != 13 || parse_u64(f[1], &r.id, NULL) < 0 || r.id == 0 || parse_u32(f[2], &r.pid, NULL) < 0 ||
+        if ((n != 13 && n != 14) || parse_u64(f[1], &r.id, NULL) < 0 || r.id == 0 || parse_u32(f[2], &r.pid, NULL) < 0 ||
             parse_u32(f[3], &r.tid, NULL) < 0 || parse_u32(f[4], &r.uid, NULL) < 0 ||
             parse_u64(f[5], &r.identity, NULL) < 0 || !group_path_valid(f[6]) ||
             parse_u64(f[7], &r.params.runtime, NULL) < 0 || parse_u64(f[8], &r.params.deadline, NULL) < 0 ||
             parse_u64(f[9], &r.params.period, NULL) < 0 || parse_u64(f[10], &r.flags, NULL) < 0 ||
-            parse_u64(f[11], &r.donor, NULL) < 0 || parse_u64(f[12], &r.donated, NULL) < 0)
+            parse_u64(f[11], &r.donor, NULL) < 0 || parse_u64(f[12], &r.donated, NULL) < 0 ||
+            (n == 14 && parse_u32(f[13], &r.cpu, NULL) < 0))
                 return -EINVAL;
+        r.partitioned = n == 14;
         snprintf(r.group, sizeof r.group, "%s", f[6]);
         *ret = r;
         return 0;
@@ -480,7 +486,7 @@ static int loader_group(Loader *l, const char *path, bool remove, bool override,
 
 /* One line without its newline. Returns 0, -EBADMSG for a corrupt line, -ENOMEM. */
 static int load_line(Loader *l, char *line, const char **ret_reason) {
-        char *hash = strrchr(line, '#'), *f[14];
+        char *hash = strrchr(line, '#'), *f[15];
         uint32_t want;
         size_t n;
 
@@ -490,7 +496,7 @@ static int load_line(Loader *l, char *line, const char **ret_reason) {
         if (sscanf(hash + 1, "%8" SCNx32, &want) != 1 || want != line_sum(line, strlen(line)))
                 return *ret_reason = "a line whose checksum does not match", -EBADMSG;
 
-        n = split_fields(line, f, 13);
+        n = split_fields(line, f, 14);
         if (n == 0 || strlen(f[0]) != 1)
                 return *ret_reason = "an unknown record", -EBADMSG;
         switch (f[0][0]) {

@@ -19,7 +19,8 @@
  *
  * Record types:
  *   A  a reservation as it is now (admitted, adopted, updated, split): the full record
- *      "A id pid tid uid identity group runtime deadline period flags donor donated"
+ *      "A id pid tid uid identity group runtime deadline period flags donor donated [cpu]", the
+ *      CPU only for a reservation of partitioned placement (older journals have none)
  *   I  an intent: the kernel is about to be changed to match this record. Settled on restart by
  *      asking the kernel which of the intent and the last A record it shows. edfd changes a
  *      reservation again only after its last change took effect, and a change that failed is
@@ -55,6 +56,8 @@ typedef struct StateRecord {
         uint64_t flags;
         uint64_t donor;
         uint64_t donated;
+        bool partitioned;       /* a 14th field, the CPU, only when partitioned */
+        uint32_t cpu;
 } StateRecord;
 
 typedef struct StateEntry {

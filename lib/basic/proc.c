@@ -81,9 +81,10 @@ int proc_stat_parse(const char *buf, size_t len, unsigned fields, ProcStat *ret)
                 st.comm[n] = '\0';
         }
 
-        /* Fields 3 (state) to 22 (starttime): each preceded by exactly one blank, none empty. */
+        /* Fields 3 (state) to 22 (starttime), or 39 (processor): each preceded by exactly one blank,
+         * none empty. */
         p = close_paren + 1;
-        for (unsigned field = 3; field <= 22; field++) {
+        for (unsigned field = 3, last = (fields & PROC_STAT_PROCESSOR) ? 39 : 22; field <= last; field++) {
                 const char *tok;
                 size_t n;
 
@@ -113,6 +114,10 @@ int proc_stat_parse(const char *buf, size_t len, unsigned fields, ProcStat *ret)
                         break;
                 case 22:
                         if ((fields & PROC_STAT_START_TIME) && parse_u64_slice(tok, n, &st.start_time, NULL) < 0)
+                                return -EBADMSG;
+                        break;
+                case 39:
+                        if (parse_u32_slice(tok, n, &st.processor, NULL) < 0)
                                 return -EBADMSG;
                         break;
                 }

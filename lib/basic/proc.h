@@ -42,6 +42,7 @@ typedef enum ProcStatField {
         PROC_STAT_PPID = 1 << 2,       /* field 4 */
         PROC_STAT_FLAGS = 1 << 3,      /* field 9 */
         PROC_STAT_START_TIME = 1 << 4, /* field 22 */
+        PROC_STAT_PROCESSOR = 1 << 5,  /* field 39: the CPU it last ran on */
 } ProcStatField;
 
 typedef struct ProcStat {
@@ -50,10 +51,12 @@ typedef struct ProcStat {
         uint32_t ppid;                /* 0 for pid 1 and kthreadd */
         uint64_t flags;               /* PF_* */
         uint64_t start_time;          /* clock ticks since boot */
+        uint32_t processor;           /* the CPU it last ran on */
 } ProcStat;
 
 /* Parse a stat line (buf[0..len), need not be NUL-terminated; a trailing newline is fine). The
- * line must have its parentheses and fields 3 to 22, each one non-empty; only the fields asked for
+ * line must have its parentheses and fields 3 to 22 (to 39 when PROC_STAT_PROCESSOR is asked for),
+ * each one non-empty; only the fields asked for
  * in `fields` (ProcStatField bits) are parsed and written to *ret, the others are left alone (so a
  * field nobody reads cannot fail the line). Returns 0, -EBADMSG for a line that is not such a
  * line or a requested field that is not a number by basic/parse.h (state: one character), -EINVAL

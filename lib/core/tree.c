@@ -767,6 +767,8 @@ int reservation_admit(Tree *t, Group *g, const ReservationSpec *spec, Reservatio
                 .flags = spec->flags,
                 .donor = spec->donor,
                 .donated = spec->donor ? spec->donated : 0,
+                .partitioned = spec->partitioned,
+                .cpu = spec->partitioned ? spec->cpu : 0,
         };
         reservation_link(t, r);
         if (ret)
@@ -855,6 +857,8 @@ int reservation_split_as(Tree *t, Reservation *donor, ForkPolicy policy, uint32_
                 .params = donor->params,
                 .bw = donor->bw,
                 .flags = donor->flags,
+                .partitioned = donor->partitioned, /* the child runs where its parent runs (its cpuset) */
+                .cpu = donor->cpu,
         };
 
         if (policy == FORK_INHERIT && group_has_room(t, g, 0, donor->bw)) {

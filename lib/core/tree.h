@@ -175,6 +175,8 @@ typedef struct ReservationSpec {
         uint64_t flags;              /* opaque to the core */
         uint64_t donor;              /* re-adoption only: the id this one was split from, or 0 */
         uint64_t donated;            /* re-adoption only: the runtime the donor gave it */
+        bool partitioned;            /* placed on one CPU of a partition (cpu), not globally */
+        uint32_t cpu;                /* with partitioned: which; opaque to the tree */
 } ReservationSpec;
 
 struct Reservation {
@@ -189,6 +191,8 @@ struct Reservation {
         uint64_t flags;
         uint64_t donor;                       /* id of the donor, or 0 */
         uint64_t donated;                     /* runtime the donor gave at the split: the most that goes back */
+        bool partitioned;                     /* on one CPU of a partition, cpu; a split child shares it */
+        uint32_t cpu;
 };
 
 /* What one owner holds, kept up to date by every operation so that per-user limits cost O(1). */

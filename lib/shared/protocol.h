@@ -12,6 +12,12 @@
  *   Admit(u pid, u tid, s group, t runtime, t deadline, t period, t flags) -> (t id)
  *   Update(t id, t runtime, t deadline, t period)
  *   Release(t id)
+ *   AdmitSplit(u pid, u tid1, u tid2, s group, t runtime, t deadline, t period, t flags)
+ *       -> (t id1, t runtime1, u cpu1, t id2, t runtime2, u cpu2)
+ *     A job (runtime, deadline, period) run by two threads of pid as two stages on two CPUs of a
+ *     partitioned group: stage 1 (runtime1, runtime1, period) on cpu1 by tid1, stage 2 (runtime2,
+ *     deadline - runtime1, period) on cpu2 by tid2, released runtime1 after stage 1. Both or
+ *     neither.
  *   ReleaseThread(u tid)
  *   ReleaseProcess(u pid) -> (u released)
  *   ListReservations() -> a(EDFD_RESERVATION_ENTRY)
@@ -22,7 +28,8 @@
  *     Who may use a group: anyone = true (users empty); nobody but root: anyone = false and no
  *     users; else the user names. Each entry ends in extra, an a{sv} of further fields: a client
  *     ignores keys it does not know, and edfd adds keys without changing the signature. Today:
- *       reservation  "donated" t: the runtime its donor gave it at a split (split children only)
+ *       reservation  "donated" t: the runtime its donor gave it at a split (split children only);
+ *                    "cpu" u: the CPU of a reservation of partitioned placement (absent: global)
  *       group        "min_split_runtime" t (effective), "overridden" b (a configured group
  *                    resized at run time)
  *     pids and tids are u everywhere, in methods as in signals.

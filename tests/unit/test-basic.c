@@ -284,6 +284,25 @@ Test(proc, stat_parse_start_time) {
         cr_expect_eq(proc_stat_parse(NULL, 0, PROC_STAT_START_TIME, &st), -EINVAL);
 }
 
+/* Field 39, the CPU a thread last ran on: only read (and required) when asked for. */
+Test(proc, stat_parse_processor) {
+        static const char line[] = "4711 (a) b) R 1 4711 4711 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 98765 "
+                                   "10000000 200 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0\n";
+        const char *end22 = strstr(line, "98765") + 5;
+        ProcStat st = {};
+
+        cr_assert_eq(proc_stat_parse(line, sizeof line - 1, PROC_STAT_PROCESSOR | PROC_STAT_START_TIME, &st), 0);
+        cr_expect_eq(st.processor, 3);
+        cr_expect_eq(st.start_time, 98765);
+        /* A line that ends after field 22 is fine without the processor, refused with it. */
+        cr_expect_eq(proc_stat_parse(line, (size_t) (end22 - line), PROC_STAT_START_TIME, &st), 0);
+        cr_expect_eq(proc_stat_parse(line, (size_t) (end22 - line), PROC_STAT_PROCESSOR, &st), -EBADMSG);
+        cr_expect_eq(proc_stat_parse(line, (size_t) (strstr(line, " 17 ") - line) + 3, PROC_STAT_PROCESSOR, &st), -EBADMSG);
+        /* This very thread: a CPU that exists. */
+        cr_assert_eq(proc_read_stat(getpid(), getpid(), PROC_STAT_PROCESSOR, &st), 0);
+        cr_expect_lt(st.processor, (uint32_t) sysconf(_SC_NPROCESSORS_CONF));
+}
+
 /* A line cut anywhere (a short read) is refused, never read as a smaller number. */
 Test(proc, stat_parse_truncated) {
         static const char line[] = "4711 (a) b) R 1 4711 4711 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 98765 "

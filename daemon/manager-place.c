@@ -1,0 +1,438 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The placement room: the partitions of the configuration (made at start through the cpuset adapter)
+ * and, for a group whose placement is partitioned, the CPU each reservation runs on. The decision is
+ * the core's (core/placement.h: the exact per-CPU EDF test, best fit); this room builds each CPU's
+ * task set from the books, moves the thread into its CPU's partition, and waits until it has run
+ * there (the kernel admits a thread against the root domain of the CPU it last ran on).
+ *
+ * Each partition used for partitioned placement is one CPU: a partition of several CPUs is one root
+ * domain where the kernel runs global EDF again, which is what partitioned placement is there to
+ * avoid; such a partition is refused for it at start, by name. */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "basic/proc.h"
+#include "basic/strv.h"
+#include "core/bandwidth.h"
+#include "core/duration.h"
+#include "core/placement.h"
+#include "cpuset.h"
+#include "log.h"
+#include "manager-internal.h"
+
+/* How long the room waits for a moved thread to run on its new CPU. */
+#define PLACE_RUN_WAIT_NSEC (200 * NSEC_PER_MSEC)
+
+static void set_unavailable(Manager *m, const char *fmt, ...) _printf_(2, 3);
+static void set_unavailable(Manager *m, const char *fmt, ...) {
+        va_list ap;
+        char *s = NULL;
+
+        va_start(ap, fmt);
+        if (vasprintf(&s, fmt, ap) < 0)
+                s = NULL;
+        va_end(ap);
+        free(m->place.unavailable);
+        m->place.unavailable = s;
+}
+
+static bool config_wants_partitioned(const Config *c) {
+        if (c->placement == CONF_PLACEMENT_PARTITIONED)
+                return true;
+        /* A group below may say so: walk the configuration's groups. */
+        const ConfGroup *stack[CONF_NESTING_MAX * 4];
+        size_t n = 0;
+
+        for (size_t i = 0; i < c->n_groups && n < ELEMENTSOF(stack); i++)
+                stack[n++] = &c->groups[i];
+        while (n > 0) {
+                const ConfGroup *g = stack[--n];
+                if (g->placement == CONF_PLACEMENT_PARTITIONED)
+                        return true;
+                for (size_t i = 0; i < g->n_children && n < ELEMENTSOF(stack); i++)
+                        stack[n++] = &g->children[i];
+        }
+        return false;
+}
+
+/* What one CPU admits for deadline tasks (BW units), the fair server's share already taken off, and
+ * the server as the demand test sees it. */
+static int cpu_supply(Manager *m, EdfSupply *ret) {
+        const KernelCapacity *kc = capacity_kernel(m->capacity);
+        DlParams server = EDF_FAIR_SERVER_DEFAULT;
+        uint64_t per_cpu_server = kc->ncpus > 0 ? kc->fair_server / kc->ncpus : 0;
+
+        if (per_cpu_server == 0)
+                return edf_supply_from_kernel(kc->rt_runtime_us, kc->rt_period_us, NULL, ret);
+        /* The server's runtime per 1 s from its measured or implied share (50 ms by default). */
+        server.runtime = (per_cpu_server * server.period) >> BW_SHIFT;
+        if (server.runtime < DL_RUNTIME_MIN)
+                server.runtime = DL_RUNTIME_MIN;
+        return edf_supply_from_kernel(kc->rt_runtime_us, kc->rt_period_us, &server, ret);
+}
+
+void place_setup(Manager *m) {
+        const Config *c = m->config;
+        _cleanup_free_ CpusetSpec *specs = NULL;
+        char **errors = NULL, **notes = NULL, *error = NULL;
+        EdfSupply supply;
+        int r;
+
+        m->place.active = false;
+        m->place.n_cpus = 0;
+        if (!config_wants_partitioned(c) && c->n_partitions == 0) {
+                set_unavailable(m, "the configuration names no partitions");
+                /* Leftovers of an earlier configuration (a crash, a changed file) are repaired. */
+                if (cpusets_open(&m->place.cpusets, m->place.v1_mount, m->place.v2_mount) == 0 &&
+                    cpusets_backend(m->place.cpusets) != CPUSET_BACKEND_NONE) {
+                        r = cpusets_apply(m->place.cpusets, NULL, 0, UINT64_MAX, &error, NULL);
+                        if (r < 0)
+                                log_warning("Cannot remove the partitions an earlier edfd left: %s", error ?: strerror(-r));
+                        free(error);
+                }
+                return;
+        }
+        r = cpusets_open(&m->place.cpusets, m->place.v1_mount, m->place.v2_mount);
+        if (r < 0) {
+                set_unavailable(m, "the cpuset adapter cannot start: %s", strerror(-r));
+                log_error("Partitions: %s", m->place.unavailable);
+                return;
+        }
+        if (cpusets_unavailable(m->place.cpusets)) {
+                set_unavailable(m, "no partition can be made here: %s", cpusets_unavailable(m->place.cpusets));
+                log_error("Partitions: %s; partitioned requests will be refused", m->place.unavailable);
+                return;
+        }
+        if (c->n_partitions == 0) {
+                set_unavailable(m, "placement is partitioned but the configuration names no partitions");
+                log_error("%s", m->place.unavailable);
+                return;
+        }
+        specs = calloc(c->n_partitions, sizeof(*specs));
+        m->place.cpus = calloc(c->n_partitions, sizeof(*m->place.cpus));
+        if (!specs || !m->place.cpus) {
+                set_unavailable(m, "out of memory");
+                return;
+        }
+        for (size_t i = 0; i < c->n_partitions; i++) {
+                const ConfPartition *p = &c->partitions[i];
+                if (cpu_mask_count(&p->cpus) != 1) {
+                        char list[256];
+                        set_unavailable(m, "partition %s has CPUs %s: partitioned placement needs partitions of one CPU each "
+                                        "(several CPUs are one root domain, where the kernel runs global EDF)",
+                                        p->name, cpu_mask_format(&p->cpus, list, sizeof list));
+                        log_error("%s", m->place.unavailable);
+                        return;
+                }
+                specs[i] = (CpusetSpec) { .name = p->name, .cpus = p->cpus };
+                m->place.cpus[i].cpu = (uint32_t) cpu_mask_first(&p->cpus);
+                snprintf(m->place.cpus[i].name, sizeof m->place.cpus[i].name, "%s", p->name);
+        }
+        /* Its notes come again from cpusets_apply(), which says them. */
+        r = cpusets_check(m->place.cpusets, specs, c->n_partitions, &errors, &notes);
+        if (r < 0) {
+                set_unavailable(m, "%s", errors && errors[0] ? errors[0] : strerror(-r));
+                for (char **l = errors; l && *l; l++)
+                        log_error("Partitions: %s", *l);
+                strv_free(errors);
+                strv_free(notes);
+                return;
+        }
+        strv_free(errors);
+        strv_free(notes);
+        notes = NULL;
+        r = cpu_supply(m, &supply);
+        if (r < 0) {
+                set_unavailable(m, "the per-CPU capacity cannot be computed: %s", strerror(-r));
+                return;
+        }
+        r = cpusets_apply(m->place.cpusets, specs, c->n_partitions,
+                          supply.cap_bw == UINT64_MAX ? UINT64_MAX : supply.cap_bw, &error, &notes);
+        for (char **l = notes; l && *l; l++)
+                log_notice("Partitions: %s", *l);
+        strv_free(notes);
+        if (r < 0) {
+                set_unavailable(m, "the partitions cannot be made: %s", error ?: strerror(-r));
+                log_error("%s; partitioned requests will be refused", m->place.unavailable);
+                free(error);
+                return;
+        }
+        m->place.n_cpus = c->n_partitions;
+        m->place.active = true;
+        CpuMask rest = *cpusets_online(m->place.cpusets);
+        for (size_t i = 0; i < c->n_partitions; i++)
+                cpu_mask_andnot(&rest, &c->partitions[i].cpus);
+        m->place.global_none = cpu_mask_empty(&rest);
+        free(m->place.unavailable);
+        m->place.unavailable = NULL;
+        log_info("Partitions: %zu made (%s backend); partitioned groups place each reservation on one of their CPUs",
+                 c->n_partitions, cpuset_backend_to_string(cpusets_backend(m->place.cpusets)));
+}
+
+void place_free(Manager *m) {
+        m->place.cpusets = cpusets_free(m->place.cpusets);
+        free(m->place.cpus);
+        m->place.cpus = NULL;
+        free(m->place.unavailable);
+        m->place.unavailable = NULL;
+}
+
+bool place_partitioned(const Manager *m, const Group *g) {
+        return m->config && conf_placement_of(m->config, g->path) == CONF_PLACEMENT_PARTITIONED;
+}
+
+const char *place_cpu_name(const Manager *m, uint32_t cpu) {
+        for (size_t i = 0; i < m->place.n_cpus; i++)
+                if (m->place.cpus[i].cpu == cpu)
+                        return m->place.cpus[i].name;
+        return NULL;
+}
+
+/* The task sets of the partitions' CPUs, from the books: arrays owned by the caller (free each
+ * tasks array, then cpus). */
+static int cpu_views(Manager *m, PlaceCpu **ret, DlParams ***ret_sets) {
+        size_t n = m->place.n_cpus;
+        PlaceCpu *cpus = calloc(n, sizeof(*cpus));
+        DlParams **sets = calloc(n, sizeof(*sets));
+        size_t *alloc = calloc(n, sizeof(*alloc));
+        EdfSupply supply;
+        int r;
+
+        if (!cpus || !sets || !alloc) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = cpu_supply(m, &supply);
+        if (r < 0)
+                goto fail;
+        for (size_t i = 0; i < n; i++)
+                cpus[i] = (PlaceCpu) { .id = m->place.cpus[i].cpu, .supply = supply };
+        for (const Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res)) {
+                if (!res->partitioned)
+                        continue;
+                for (size_t i = 0; i < n; i++) {
+                        if (cpus[i].id != res->cpu)
+                                continue;
+                        if (cpus[i].n_tasks == alloc[i]) {
+                                size_t a = alloc[i] ? alloc[i] * 2 : 8;
+                                DlParams *t = realloc(sets[i], a * sizeof(*t));
+                                if (!t) {
+                                        r = -ENOMEM;
+                                        goto fail;
+                                }
+                                sets[i] = t, alloc[i] = a;
+                        }
+                        sets[i][cpus[i].n_tasks++] = res->params;
+                        cpus[i].tasks = sets[i];
+                        break;
+                }
+        }
+        free(alloc);
+        *ret = cpus;
+        *ret_sets = sets;
+        return 0;
+fail:
+        for (size_t i = 0; sets && i < n; i++)
+                free(sets[i]);
+        free(sets);
+        free(cpus);
+        free(alloc);
+        return r;
+}
+
+int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *forced_cpu, bool *ret_partitioned,
+                 uint32_t *ret_cpu, OpError *e) {
+        _cleanup_free_ EdfVerdict *verdicts = NULL;
+        PlaceCpu *cpus = NULL;
+        DlParams **sets = NULL;
+        size_t at;
+        int r;
+
+        *ret_partitioned = false;
+        *ret_cpu = 0;
+        if (!place_partitioned(m, g)) {
+                if (!m->place.active || !m->place.global_none)
+                        return 0;
+                op_fail(e, OP_REFUSED, "%s: placement is global, but edfd's partitions take every CPU: none is left "
+                        "for global placement (make the group partitioned, or leave a CPU out of the partitions)",
+                        g->path);
+                e->refusal.outcome = ADMIT_OVER_BUDGET;
+                return -1;
+        }
+        if (!m->place.active) {
+                op_fail(e, OP_REFUSED, "%s: placement is partitioned, but %s", g->path,
+                        m->place.unavailable ?: "no partition is made");
+                e->refusal.outcome = ADMIT_OVER_BUDGET; /* an admission refused: OverBudget on the bus */
+                return -1;
+        }
+        r = cpu_views(m, &cpus, &sets);
+        if (r < 0)
+                return op_errno(e, r, "placement");
+        verdicts = calloc(m->place.n_cpus, sizeof(*verdicts));
+        if (!verdicts)
+                r = -ENOMEM;
+        else if (forced_cpu) {
+                /* A stage of a split: the CPU the split chose, checked again on its own. */
+                r = -ENOSPC;
+                for (at = 0; at < m->place.n_cpus && cpus[at].id != *forced_cpu; at++)
+                        ;
+                if (at < m->place.n_cpus) {
+                        r = edf_check(cpus[at].tasks, cpus[at].n_tasks, p, 1, &cpus[at].supply, &verdicts[at]);
+                        if (r == 0 && !verdicts[at].schedulable)
+                                r = -ENOSPC;
+                }
+        } else
+                r = place_choose(cpus, m->place.n_cpus, p, PLACE_FIT_BEST, &at, verdicts);
+        if (r == 0) {
+                *ret_partitioned = true;
+                *ret_cpu = cpus[at].id;
+                log_debug("Placement: %s -> cpu%u by %s", g->path, cpus[at].id, edf_test_to_string(verdicts[at].test));
+        } else if (r == -ENOSPC && forced_cpu) {
+                op_fail(e, OP_REFUSED, "%s: cpu%" PRIu32 " cannot take this stage any more", g->path, *forced_cpu);
+                e->refusal.outcome = ADMIT_OVER_BUDGET;
+        } else if (r == -ENOSPC) {
+                char why[512];
+                place_format_refusal(cpus, m->place.n_cpus, p, verdicts, why, sizeof why);
+                op_fail(e, OP_REFUSED, "%s: %s", g->path, why);
+                e->refusal.outcome = ADMIT_OVER_BUDGET;
+        } else
+                op_errno(e, r, "placement");
+        for (size_t i = 0; i < m->place.n_cpus; i++)
+                free(sets[i]);
+        free(sets);
+        free(cpus);
+        return r == 0 ? 0 : -1;
+}
+
+static uint64_t mono_ns(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+}
+
+int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError *e) {
+        const char *name = place_cpu_name(m, cpu);
+        uint64_t until;
+        ProcStat st;
+        int r;
+
+        if (!name)
+                return op_fail(e, OP_REFUSED, "cpu%" PRIu32 " is in no partition of edfd's", cpu);
+        if (cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V2) {
+                r = cpusets_move_process(m->place.cpusets, (pid_t) pid);
+                if (r < 0)
+                        return op_errno(e, r, "moving the process into edfd's partitions");
+        }
+        r = cpusets_move_thread(m->place.cpusets, name, (pid_t) tid);
+        if (r < 0)
+                return op_errno(e, r, "moving the thread into its CPU's partition");
+        /* The kernel admits against the root domain of the CPU the thread last ran on: wait until it
+         * has run on its new CPU (a running thread is migrated at once, a sleeping one when it wakes). */
+        until = mono_ns() + PLACE_RUN_WAIT_NSEC;
+        for (;;) {
+                r = proc_read_stat((pid_t) pid, (pid_t) tid, PROC_STAT_PROCESSOR, &st);
+                if (r < 0)
+                        return op_errno(e, r, "reading where the thread runs");
+                if (st.processor == cpu)
+                        return 0;
+                if (mono_ns() >= until)
+                        break;
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
+        }
+        log_debug("Thread %" PRIu32 " has not run on cpu%" PRIu32 " within %" PRIu64 " ms of its move", tid, cpu,
+                  (uint64_t) (PLACE_RUN_WAIT_NSEC / NSEC_PER_MSEC));
+        return 0; /* the kernel decides: EPERM when it has not run there yet */
+}
+
+void place_move_out(Manager *m, uint32_t pid, uint32_t tid) {
+        int r;
+
+        if (!m->place.cpusets || cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_NONE)
+                return;
+        r = cpusets_move_out(m->place.cpusets, cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V2 ? (pid_t) pid : (pid_t) tid);
+        if (r < 0 && r != -ESRCH)
+                log_warning("Cannot move thread %" PRIu32 " out of its partition: %s", tid, strerror(-r));
+}
+
+int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, OpError *e) {
+        const char *path = req->group && *req->group ? req->group : (m->config && m->config->default_group ? m->config->default_group : "/");
+        Group *g = tree_find_group(m->tree, path);
+        DlParams p = req->params;
+        PlaceCpu *cpus = NULL;
+        DlParams **sets = NULL;
+        PlaceSplit sp;
+        ParamsOutcome o;
+        uint64_t id1 = 0, id2 = 0;
+        int r;
+
+        if (!g) {
+                Refusal rf = { .outcome = ADMIT_NO_SUCH_GROUP, .name = path };
+                return op_refused(e, &rf);
+        }
+        if (!place_partitioned(m, g))
+                return op_fail(e, OP_INVALID, "%s: a split reservation needs a group of partitioned placement", g->path);
+        if (!m->place.active) {
+                op_fail(e, OP_REFUSED, "%s: placement is partitioned, but %s", g->path,
+                        m->place.unavailable ?: "no partition is made");
+                e->refusal.outcome = ADMIT_OVER_BUDGET;
+                return -1;
+        }
+        if (req->tid1 == req->tid2 || req->tid1 == 0 || req->tid2 == 0)
+                return op_fail(e, OP_INVALID, "a split needs two different threads, one for each stage");
+        o = dl_params_check(&p, &capacity_kernel(m->capacity)->limits);
+        if (o != PARAMS_OK) {
+                Refusal rf = { .outcome = ADMIT_BAD_PARAMS, .params = o, .name = g->path };
+                return op_refused(e, &rf);
+        }
+        r = cpu_views(m, &cpus, &sets);
+        if (r < 0)
+                return op_errno(e, r, "placement");
+        r = place_split(cpus, m->place.n_cpus, &p, PLACE_FIT_BEST, &sp);
+        if (r == 0) {
+                sp.index_a = cpus[sp.index_a].id;
+                sp.index_b = cpus[sp.index_b].id;
+        }
+        for (size_t i = 0; i < m->place.n_cpus; i++)
+                free(sets[i]);
+        free(sets);
+        free(cpus);
+        if (r == -ENOSPC) {
+                char bw[DURATION_MAX];
+                uint64_t need = 0;
+                (void) bw_of(p.runtime, p.period, &need);
+                op_fail(e, OP_REFUSED, "%s: no two CPUs can take %s split in two stages", g->path, bw_format_up(need, bw));
+                e->refusal.outcome = ADMIT_OVER_BUDGET;
+                return -1;
+        }
+        if (r < 0)
+                return op_errno(e, r, "placement");
+
+        uint32_t cpu_a = (uint32_t) sp.index_a, cpu_b = (uint32_t) sp.index_b;
+        AdmitRequest a = { .pid = req->pid, .tid = req->tid1, .group = g->path, .params = sp.stage1, .flags = req->flags,
+                           .caller = req->caller, .may_move = req->may_move, .forced_cpu = &cpu_a };
+        if (manager_admit(m, &a, &id1, e) < 0)
+                return -1;
+        AdmitRequest b = a;
+        b.tid = req->tid2;
+        b.params = sp.stage2;
+        b.forced_cpu = &cpu_b;
+        if (manager_admit(m, &b, &id2, e) < 0) {
+                Reservation *res = tree_find_reservation(m->tree, id1);
+                OpError ignored = {};
+                if (res)
+                        (void) manager_release(m, NULL, res, "requested", &ignored);
+                return -1;
+        }
+        *ret = (SplitResult) { .id1 = id1, .id2 = id2, .stage1 = sp.stage1, .stage2 = sp.stage2, .cpu1 = cpu_a,
+                               .cpu2 = cpu_b };
+        log_info("Split admission in %s: #%" PRIu64 " on cpu%" PRIu32 " and #%" PRIu64 " on cpu%" PRIu32, g->path, id1,
+                 cpu_a, id2, cpu_b);
+        return 0;
+}

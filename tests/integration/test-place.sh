@@ -1,0 +1,214 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Partitioned placement on this machine's real cgroup v1 cpusets and real kernel: edfd on a private
+# bus makes one partition per CPU (each its own root domain), places each reservation of a
+# partitioned group on the CPU the exact test chose, moves its thread there, and refuses what no CPU
+# can take with the numbers; the kernel itself refuses what a partition cannot hold; a release moves
+# the thread back out; restarts and kill -9 keep every placement; an edfd without partitions takes
+# them all away again and gives the machine its load balancing back. Reports TAP.
+#
+#   test-place.sh EDFCTL EDFD PERIODIC
+#
+# Machine-wide state: the root cpuset's sched_load_balance and the directory edfd-partitions. They
+# are restored on exit whatever happens (kill -9 of this script excepted: the next run, or any edfd
+# started without partitions, repairs them). Only processes this script started are moved or
+# signalled. The workloads are `periodic` processes of 1 ms of work every 10 ms (SCHED_OTHER until
+# admitted; as deadline threads they hold up to 58% of a CPU each).
+
+set -u
+edfctl=${1:?usage: test-place.sh EDFCTL EDFD PERIODIC}
+edfd=${2:?}
+periodic=${3:?}
+cpuset=/sys/fs/cgroup/cpuset
+here=$(cd "$(dirname "$0")" && pwd)
+n=0 failed=0
+tmp=$(mktemp -d /tmp/test-place.XXXXXX)
+chmod 711 "$tmp"
+pids=() bus_pid= edfd_pid= balance_before=
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { local name=$1; shift; n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $name"; printf '#   %s\n' "$@"; }
+check() { # NAME CMD...: ok when CMD succeeds
+        local name=$1; shift
+        if "$@" >"$tmp/check.out" 2>&1; then ok "$name"; else not_ok "$name" "$*" "$(cat "$tmp/check.out")"; fi
+}
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+
+[ "$(id -u)" = 0 ] || skip_all "needs root (cpusets and SCHED_DEADLINE)"
+[ -f "$cpuset/cpuset.sched_load_balance" ] || skip_all "no cgroup v1 cpuset hierarchy at $cpuset (the VM test covers cgroup v2)"
+[ "$(nproc)" -ge 2 ] || skip_all "needs two CPUs"
+command -v dbus-daemon >/dev/null || skip_all "no dbus-daemon"
+for d in "$cpuset"/*/; do
+        [ -d "$d" ] || continue
+        case $(basename "$d") in edfd-partitions) ;; *) skip_all "a foreign cpuset $d exists (edfd would refuse partitions over it; test-cpuset covers that)" ;; esac
+done
+
+restore_machine() {
+        local d
+        # Our own processes are gone by now; anything left in edfd's partitions is ours too (no
+        # other process is ever moved there): put it back into the root cpuset.
+        if [ -d "$cpuset/edfd-partitions" ]; then
+                for d in "$cpuset"/edfd-partitions/*/ "$cpuset"/edfd-partitions/; do
+                        [ -f "$d/tasks" ] || continue
+                        while read -r t; do echo "$t" >"$cpuset/tasks" 2>/dev/null; done <"$d/tasks"
+                done
+                for d in "$cpuset"/edfd-partitions/*/; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
+        fi
+        [ -n "$balance_before" ] && echo "$balance_before" >"$cpuset/cpuset.sched_load_balance"
+        rmdir "$cpuset/edfd-partitions" 2>/dev/null
+        true
+}
+
+cleanup() {
+        local p
+        for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null; done
+        [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}" 2>/dev/null
+        [ -n "$edfd_pid" ] && kill -KILL "$edfd_pid" 2>/dev/null && wait "$edfd_pid" 2>/dev/null
+        [ -n "$bus_pid" ] && kill "$bus_pid" 2>/dev/null && wait "$bus_pid" 2>/dev/null
+        restore_machine
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+balance_before=$(cat "$cpuset/cpuset.sched_load_balance")
+# A leftover of a killed run: the root's balancing is edfd's to restore, it was on before.
+[ -d "$cpuset/edfd-partitions" ] && balance_before=1
+
+sed "s|@BUS_SOCKET@|$tmp/bus|" "$here/bus.conf" >"$tmp/bus.conf"
+dbus-daemon --config-file="$tmp/bus.conf" --nofork --print-address=3 3>"$tmp/address" 2>/dev/null &
+bus_pid=$!
+for _ in $(seq 100); do [ -s "$tmp/address" ] && break; sleep 0.05; done
+export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$tmp/bus
+
+cat >"$tmp/partitioned.yaml" <<'EOF'
+placement: partitioned
+partitions:
+  rt0: { cpus: "0" }
+  rt1: { cpus: "1" }
+groups:
+  rt:
+    bandwidth: 180%
+EOF
+cat >"$tmp/global-on-partitions.yaml" <<'EOF'
+partitions:
+  rt0: { cpus: "0" }
+  rt1: { cpus: "1" }
+groups:
+  rt:
+    bandwidth: 100%
+EOF
+cat >"$tmp/none.yaml" <<'EOF'
+groups:
+  rt:
+    bandwidth: 100%
+EOF
+
+start_edfd() { # CONFIG
+        : >"$tmp/edfd.log"
+        "$edfd" -c "$1" --state-dir "$tmp/state" --log-level debug >>"$tmp/edfd.log" 2>&1 &
+        edfd_pid=$!
+        for _ in $(seq 200); do
+                "$edfctl" status >/dev/null 2>&1 && return 0
+                kill -0 "$edfd_pid" 2>/dev/null || break
+                sleep 0.05
+        done
+        echo "# edfd did not come up:"; sed 's/^/#   /' "$tmp/edfd.log"
+        return 1
+}
+stop_edfd() { # [SIGNAL]
+        kill "-${1:-TERM}" "$edfd_pid" 2>/dev/null
+        wait "$edfd_pid" 2>/dev/null
+        edfd_pid=
+}
+spawn() { # a periodic SCHED_OTHER process that wakes every 10 ms; its pid in $spawned (not in a
+        # subshell: the pid must reach pids, which the cleanup kills)
+        "$periodic" --work 1ms --period 10ms --duration 120s --quiet >/dev/null 2>&1 &
+        spawned=$!
+        pids+=("$spawned")
+}
+allowed() { awk '/^Cpus_allowed_list:/ { print $2 }' "/proc/$1/status"; }
+policy() { chrt -p "$1" | awk -F': ' '/policy/ { print $2; exit }'; }
+cpu_of() { # ID: the cpu of reservation ID in edfctl list --json
+        "$edfctl" list --json | python3 -c 'import json,sys; print([r["cpu"] for r in json.load(sys.stdin) if r["id"] == int(sys.argv[1])][0])' "$1"
+}
+
+# --- partitions made ---
+start_edfd "$tmp/partitioned.yaml" || exit 1
+check "edfd makes two partitions with the v1 backend" grep -q "Partitions: 2 made (cgroup-v1 backend)" "$tmp/edfd.log"
+check "the partitions are exclusive cpusets of one CPU each" \
+        test "$(cat $cpuset/edfd-partitions/rt0/cpuset.cpus) $(cat $cpuset/edfd-partitions/rt1/cpuset.cpus) $(cat $cpuset/edfd-partitions/rt1/cpuset.cpu_exclusive)" = "0 1 1"
+check "the root cpuset is not balanced while edfd owns partitions" test "$(cat $cpuset/cpuset.sched_load_balance)" = 0
+
+# --- placed on one CPU each, by the exact test ---
+spawn; a=$spawned
+spawn; b=$spawned
+spawn; c=$spawned
+spawn; d=$spawned
+sleep 0.2
+ida=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$a" 2>"$tmp/err") || not_ok "admit a" "$(cat "$tmp/err")"
+idb=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$b" 2>"$tmp/err") || not_ok "admit b" "$(cat "$tmp/err")"
+check "the first 58% goes to cpu0 (best fit, ties to the lowest CPU)" test "$(cpu_of "$ida")" = 0
+check "the second 58% goes to cpu1: two 60% tasks never share a CPU" test "$(cpu_of "$idb")" = 1
+check "a's thread may run on cpu0 only" test "$(allowed "$a")" = 0
+check "b's thread may run on cpu1 only" test "$(allowed "$b")" = 1
+check "a is SCHED_DEADLINE" test "$(policy "$a")" = "SCHED_DEADLINE|SCHED_RESET_ON_FORK"
+check "a sits in cpuset rt0" test "$(cat /proc/$a/cpuset)" = /edfd-partitions/rt0
+out=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$c" 2>&1); rc=$?
+check "the third 58% is refused with the numbers (exit 1)" \
+        test "$rc: $out" = "1: edfctl: admission refused: rt: no CPU can take 58%: cpu0 32% left, cpu1 32% left"
+check "the refused process was not moved" test "$(cat /proc/$c/cpuset) $(allowed "$c") $(policy "$c")" = "/ 0-1 SCHED_OTHER"
+out=$("$edfctl" admit -g rt -T 4.5ms -D 5ms -P 100ms -p "$c" 2>&1); rc=$?
+check "a constrained deadline that fails the demand test on both CPUs is refused by it" \
+        test "$rc: $out" = "1: edfctl: admission refused: rt: no CPU can take 4.5%: cpu0 32% left but a deadline fails at 10ms (demand 10.3ms), cpu1 32% left but a deadline fails at 10ms (demand 10.3ms)"
+out=$("$edfctl" status 2>&1)
+check "status shows each reservation's CPU" grep -Eq "#$ida +pid $a .* cpu 0$" <<<"$out"
+
+# --- the kernel itself holds each partition to its CPU ---
+echo "$d" >"$cpuset/edfd-partitions/rt0/tasks"
+sleep 0.05
+if chrt -d -T 4000000 -D 10000000 -P 10000000 -p 0 "$d" 2>"$tmp/err"; then
+        not_ok "the kernel refuses 40% more on cpu0's partition (58% + 40% > 90%)" "chrt succeeded"
+        chrt -o -p 0 "$d"
+else
+        check "the kernel refuses 40% more on cpu0's partition (58% + 40% > 90%)" grep -q "Device or resource busy" "$tmp/err"
+fi
+echo "$d" >"$cpuset/tasks"
+
+# --- release moves the thread back out ---
+check "release a" "$edfctl" release -p "$a"
+check "a is back in the root cpuset, on every CPU, SCHED_OTHER" test "$(cat /proc/$a/cpuset) $(allowed "$a") $(policy "$a")" = "/ 0-1 SCHED_OTHER"
+idc=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$c" 2>"$tmp/err") || not_ok "admit c after the release" "$(cat "$tmp/err")"
+check "c takes the CPU a left" test "$(cpu_of "$idc")" = 0
+
+# --- restart and kill -9 keep every placement ---
+stop_edfd TERM
+start_edfd "$tmp/partitioned.yaml" || exit 1
+check "after a restart, b is still on cpu1 and c on cpu0" test "$(cpu_of "$idb") $(cpu_of "$idc")" = "1 0"
+stop_edfd KILL
+check "after kill -9 the threads keep running where they were" test "$(allowed "$b") $(allowed "$c") $(policy "$b")" = "1 0 SCHED_DEADLINE|SCHED_RESET_ON_FORK"
+start_edfd "$tmp/partitioned.yaml" || exit 1
+check "after kill -9 and a restart, the placements are re-adopted" test "$(cpu_of "$idb") $(cpu_of "$idc")" = "1 0"
+out=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$a" 2>&1); rc=$?
+check "and the books still refuse a third 58%" grep -q "no CPU can take 58%" <<<"$out"
+
+# --- a global group where the partitions take every CPU ---
+check "release everything" "$edfctl" release -p "$b"
+check "release c" "$edfctl" release -p "$c"
+stop_edfd TERM
+start_edfd "$tmp/global-on-partitions.yaml" || exit 1
+out=$("$edfctl" admit -g rt -T 1ms -P 10ms -p "$a" 2>&1); rc=$?
+check "global placement is refused when the partitions take every CPU" \
+        grep -q "placement is global, but edfd's partitions take every CPU" <<<"$out"
+
+# --- an edfd without partitions takes them away and restores the balancing ---
+stop_edfd TERM
+start_edfd "$tmp/none.yaml" || exit 1
+check "an edfd without partitions removes them" test ! -e "$cpuset/edfd-partitions"
+check "and turns the root cpuset's load balancing back on" test "$(cat $cpuset/cpuset.sched_load_balance)" = 1
+id=$("$edfctl" admit -g rt -T 1ms -P 10ms -p "$a" 2>"$tmp/err") || not_ok "global admission works again" "$(cat "$tmp/err")"
+check "global admission works again, without a CPU" test "$("$edfctl" list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["cpu"])')" = None
+stop_edfd TERM
+
+echo "1..$n"
+[ "$failed" = 0 ]
