@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
@@ -57,8 +58,15 @@ enum {
         CALL_GROUPS,
         CALL_RESERVATIONS,
         CALL_PROPERTIES,
+        CALL_PARTITIONS,
         _CALL_MAX,
 };
+
+typedef struct PartitionRow {
+        const char *name;          /* points into the reply */
+        uint32_t cpu, reservations;
+        uint64_t capacity, allocated;
+} PartitionRow;
 
 typedef struct Snapshot {
         sd_bus_message *replies[_CALL_MAX];
@@ -67,6 +75,10 @@ typedef struct Snapshot {
         ReservationRow *reservations;
         size_t n_reservations;
         Props props;
+        bool have_partitions;      /* edfd answered ListPartitions (an older one does not know it) */
+        const char *placement_note;
+        PartitionRow *partitions;
+        size_t n_partitions;
 } Snapshot;
 
 static void snapshot_done(Snapshot *s) {
@@ -76,12 +88,14 @@ static void snapshot_done(Snapshot *s) {
                 strv_free(s->groups[i].users);
         free(s->groups);
         free(s->reservations);
+        free(s->partitions);
 }
 
 static const char *const call_names[_CALL_MAX] = {
         [CALL_GROUPS] = "ListGroups",
         [CALL_RESERVATIONS] = "ListReservations",
         [CALL_PROPERTIES] = "GetAll",
+        [CALL_PARTITIONS] = "ListPartitions",
 };
 
 static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
@@ -129,6 +143,8 @@ static int snapshot_fetch(sd_bus *bus, Snapshot *s, unsigned want) {
 
         for (size_t i = 0; i < _CALL_MAX; i++) {
                 sd_bus_message *m = s->replies[i];
+                if (i == CALL_PARTITIONS && m && sd_bus_message_is_method_error(m, SD_BUS_ERROR_UNKNOWN_METHOD))
+                        continue; /* an edfd from before partitions: none */
                 if (m && sd_bus_message_is_method_error(m, NULL))
                         return bus_call_failed(sd_bus_message_get_error(m), -sd_bus_message_get_errno(m),
                                                call_names[i]);
@@ -396,6 +412,97 @@ static int reservation_lines(const Snapshot *s, Table *t) {
         return r;
 }
 
+static int parse_partitions(Snapshot *s) {
+        sd_bus_message *m = s->replies[CALL_PARTITIONS];
+        size_t allocated = 0;
+        int r;
+
+        if (sd_bus_message_is_method_error(m, NULL))
+                return 0;
+        r = sd_bus_message_read(m, "s", &s->placement_note);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_enter_container(m, 'a', "(" EDFD_PARTITION_ENTRY ")");
+        if (r < 0)
+                return r;
+        for (;;) {
+                PartitionRow v = {};
+                r = sd_bus_message_enter_container(m, 'r', EDFD_PARTITION_ENTRY);
+                if (r <= 0)
+                        break;
+                r = sd_bus_message_read(m, "suttu", &v.name, &v.cpu, &v.capacity, &v.allocated, &v.reservations);
+                if (r >= 0)
+                        r = sd_bus_message_skip(m, "a{sv}");
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+                if (s->n_partitions == allocated) {
+                        size_t k = allocated ? allocated * 2 : 8;
+                        PartitionRow *n = reallocarray(s->partitions, k, sizeof *n);
+                        if (!n)
+                                return -ENOMEM;
+                        s->partitions = n;
+                        allocated = k;
+                }
+                s->partitions[s->n_partitions++] = v;
+        }
+        if (r < 0)
+                return r;
+        s->have_partitions = true;
+        return sd_bus_message_exit_container(m);
+}
+
+/* Print "LABEL: text" wrapped at 80 columns, continuation lines under the text. */
+static void print_wrapped(const char *label, const char *text) {
+        size_t col = 0, indent = strlen(label) + 2;
+
+        printf("%s: ", label);
+        col = indent;
+        while (*text) {
+                size_t w = strcspn(text, " ");
+                if (col > indent && col + 1 + w > 80) {
+                        printf("\n%*s", (int) indent, "");
+                        col = indent;
+                } else if (col > indent) {
+                        putchar(' ');
+                        col++;
+                }
+                printf("%.*s", (int) w, text);
+                col += w;
+                text += w;
+                text += strspn(text, " ");
+        }
+        putchar('\n');
+}
+
+/* The placement lines of the status: what the promise is here. */
+static void placement_print(const Snapshot *s) {
+        char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX];
+        bool note = s->placement_note && *s->placement_note && !strstr(s->placement_note, "names no partitions");
+
+        if (!s->have_partitions)
+                return;
+        if (s->n_partitions == 0) {
+                long n = sysconf(_SC_NPROCESSORS_ONLN);
+                if (n > 1)
+                        printf("   Placement: global on %ld CPUs: bounded tardiness, not deadlines\n", n);
+                else
+                        printf("   Placement: global on one CPU: deadlines met while jobs keep to their runtime\n");
+        } else {
+                printf("   Placement: partitioned: the exact EDF test on each CPU\n");
+                for (size_t i = 0; i < s->n_partitions; i++) {
+                        const PartitionRow *v = &s->partitions[i];
+                        printf("%s%s cpu%" PRIu32 ": %s capacity, %s allocated, %s free, %" PRIu32 " reservation%s\n",
+                               i == 0 ? "  Partitions: " : "              ", v->name, v->cpu, bw_format(v->capacity, a),
+                               bw_format(v->allocated, b), bw_display_free(v->capacity, v->allocated, c),
+                               v->reservations, v->reservations == 1 ? "" : "s");
+                }
+        }
+        if (note)
+                print_wrapped("        Note", s->placement_note);
+}
+
 static int status_print(const Snapshot *s) {
         _cleanup_(table_freep) Table *groups = NULL, *res = NULL;
         char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX];
@@ -414,6 +521,7 @@ static int status_print(const Snapshot *s) {
         if (p->overcommitted)
                 printf("     Warning: over-committed (the kernel gives less than the books hold); "
                        "new admissions are refused\n");
+        placement_print(s);
 
         groups = table_new(5);
         res = table_new(7);
@@ -676,6 +784,28 @@ static int json_status(const Snapshot *s, json_object **ret) {
         JSON_ADD(o, "events", events, r);
         JSON_ADD(o, "groups", groups, r);
         JSON_ADD(o, "reservations", res, r);
+        if (s->have_partitions) {
+                json_object *parts = json_object_new_array();
+                if (!parts)
+                        r = r ?: -ENOMEM;
+                for (size_t i = 0; parts && r == 0 && i < s->n_partitions; i++) {
+                        const PartitionRow *v = &s->partitions[i];
+                        json_object *e = json_object_new_object();
+                        if (!e || json_object_array_add(parts, e) < 0) {
+                                json_object_put(e);
+                                r = -ENOMEM;
+                                break;
+                        }
+                        JSON_ADD(e, "name", json_object_new_string(v->name), r);
+                        JSON_ADD(e, "cpu", json_object_new_uint64(v->cpu), r);
+                        JSON_ADD(e, "capacity", json_bw(v->capacity), r);
+                        JSON_ADD(e, "allocated", json_bw(v->allocated), r);
+                        JSON_ADD(e, "reservations", json_object_new_uint64(v->reservations), r);
+                }
+                JSON_ADD(o, "placement", json_object_new_string(s->n_partitions ? "partitioned" : "global"), r);
+                JSON_ADD(o, "placement_note", json_object_new_string(s->placement_note ?: ""), r);
+                JSON_ADD(o, "partitions", parts, r);
+        }
         if (r < 0) {
                 json_object_put(o);
                 return r;
@@ -702,8 +832,10 @@ static int snapshot_run(const Args *a, unsigned want, bool status) {
         for (size_t i = 0; i < _CALL_MAX; i++) {
                 if (!s.replies[i])
                         continue;
-                r = i == CALL_GROUPS ? parse_groups(&s) : i == CALL_RESERVATIONS ? parse_reservations(&s)
-                                                                                 : parse_properties(&s);
+                r = i == CALL_GROUPS         ? parse_groups(&s)
+                    : i == CALL_RESERVATIONS ? parse_reservations(&s)
+                    : i == CALL_PARTITIONS   ? parse_partitions(&s)
+                                             : parse_properties(&s);
                 if (r < 0) {
                         ex = bus_parse_failed(r, call_names[i]);
                         goto finish;
@@ -731,7 +863,8 @@ finish:
 }
 
 int verb_status(const Args *a) {
-        return snapshot_run(a, (1u << CALL_GROUPS) | (1u << CALL_RESERVATIONS) | (1u << CALL_PROPERTIES), true);
+        return snapshot_run(a, (1u << CALL_GROUPS) | (1u << CALL_RESERVATIONS) | (1u << CALL_PROPERTIES) |
+                                       (1u << CALL_PARTITIONS), true);
 }
 
 int verb_list(const Args *a) {

@@ -31,7 +31,7 @@ typedef struct Verb {
 
 #define ADMIT_OPTIONS                                                                                  \
         (ARG_GROUP | ARG_RUNTIME | ARG_DEADLINE | ARG_PERIOD | ARG_TID | ARG_PID | ARG_RECLAIM |      \
-         ARG_OVERRUN_SIGNAL | ARG_MOVE | ARG_WORK | ARG_MARGIN)
+         ARG_OVERRUN_SIGNAL | ARG_MOVE | ARG_WORK | ARG_MARGIN | ARG_SPLIT | ARG_STARTUP)
 #define GROUP_SIZE_OPTIONS (ARG_RUNTIME | ARG_PERIOD | ARG_BANDWIDTH)
 
 static const Verb verbs[] = {
@@ -48,7 +48,8 @@ static const Verb verbs[] = {
         { "admit", NULL, 0, 0, ADMIT_OPTIONS, verb_admit,
           "admit [-g GROUP] (-T RUNTIME | --work WORK [--margin PERCENT]) -P PERIOD\n"
           "             [-D DEADLINE] [--reclaim] [--overrun-signal] [--move]\n"
-          "             (-t TID | -p PID | -- COMMAND [ARG...])",
+          "             (-t TID | -p PID | [--startup BOUND] -- COMMAND [ARG...])\n"
+          "             [--split TID2]",
           "Admit a thread, a process, or a command run under the reservation",
           "Admit a thread into a group, or run a command under a reservation from its first\n"
           "instruction (as chrt does). Prints the reservation id, except with a command.\n"
@@ -65,7 +66,13 @@ static const Verb verbs[] = {
           "  -t --tid=TID           The thread to admit\n"
           "  -p --pid=PID           The process to admit (its main thread)\n"
           "  -- COMMAND [ARG...]    Admit edfctl itself, then execute COMMAND in its place;\n"
-          "                         its exit status is edfctl's (126/127 if it cannot start)\n" },
+          "                         its exit status is edfctl's (126/127 if it cannot start)\n"
+          "     --startup=BOUND     With -- COMMAND: run it first as SCHED_OTHER and admit it\n"
+          "                         when it first sleeps, at most BOUND after its exec (1s),\n"
+          "                         so that its start-up is not charged to its first jobs\n"
+          "     --split=TID2        With -t or -p, in a partitioned group: run each job as two\n"
+          "                         stages on two CPUs, stage 1 by the thread, stage 2 by TID2\n"
+          "                         (a thread of the same process); prints both ids and stages\n" },
         { "release", NULL, 0, 1, ARG_TID | ARG_PID, verb_release, "release (ID | -t TID | -p PID)",
           "Release a reservation, a thread's, or all of a process",
           "Release a reservation by its id, the reservation of a thread, or every reservation\n"
@@ -133,6 +140,8 @@ static const struct {
         { ARG_CAPACITY, "--capacity" },
         { ARG_SERVER, "--server" },
         { ARG_FIT, "--fit" },
+        { ARG_SPLIT, "--split" },
+        { ARG_STARTUP, "--startup" },
 };
 
 static const char *option_name(unsigned bit) {
@@ -269,13 +278,66 @@ static int admit_params(const Args *a, DlParams *ret) {
         return EDFCTL_EXIT_OK;
 }
 
-int verb_admit(const Args *a) {
+/* admit --split: AdmitSplit, then both stages, one line each. */
+static int admit_split(uint32_t pid, uint32_t tid1, uint32_t tid2, const char *group, const DlParams *p, uint64_t flags) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX], d[DURATION_MAX];
+        uint64_t id1, r1, id2, r2;
+        uint32_t cpu1, cpu2;
+        int r, ex;
+
+        ex = bus_connect(&bus);
+        if (ex != EDFCTL_EXIT_OK)
+                return ex;
+        ex = bus_call_edfd(bus, "AdmitSplit", &reply, "uuustttt", pid, tid1, tid2, group, p->runtime, p->deadline,
+                           p->period, flags);
+        if (ex != EDFCTL_EXIT_OK)
+                return ex;
+        r = sd_bus_message_read(reply, "ttuttu", &id1, &r1, &cpu1, &id2, &r2, &cpu2);
+        if (r < 0)
+                return bus_parse_failed(r, "AdmitSplit");
+        printf("%" PRIu64 " stage 1: %s within %s on cpu%" PRIu32 "\n", id1, duration_format(r1, a), duration_format(r1, b),
+               cpu1);
+        printf("%" PRIu64 " stage 2: %s within %s on cpu%" PRIu32 ", released %s after stage 1\n", id2, duration_format(r2, a),
+               duration_format((p->deadline ?: p->period) - r1, c), cpu2, duration_format(r1, d));
+        return EDFCTL_EXIT_OK;
+}
+
+int admit_one(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags, bool awake,
+              uint64_t *ret_id) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         sd_bus *bus = NULL;
+        uint64_t id = 0;
+        int r, ex;
+
+        ex = bus_connect(&bus);
+        if (ex != EDFCTL_EXIT_OK)
+                return ex;
+        if (awake)
+                ex = bus_call_edfd_awake(bus, "Admit", &reply, "uustttt", pid, tid, group, p->runtime, p->deadline,
+                                         p->period, flags);
+        else
+                ex = bus_call_edfd(bus, "Admit", &reply, "uustttt", pid, tid, group, p->runtime, p->deadline, p->period,
+                                   flags);
+        if (ex == EDFCTL_EXIT_OK) {
+                r = sd_bus_message_read(reply, "t", &id);
+                if (r < 0)
+                        ex = bus_parse_failed(r, "Admit");
+        }
+        /* Before an exec: the command must not inherit the connection. */
+        reply = sd_bus_message_unref(reply);
+        bus = sd_bus_flush_close_unref(bus);
+        if (ex == EDFCTL_EXIT_OK && ret_id)
+                *ret_id = id;
+        return ex;
+}
+
+int verb_admit(const Args *a) {
         /* "" asks for edfd's default group (default-group: in its configuration, else "/"). */
         const char *group = a->group ?: "";
         int targets = !!(a->given & ARG_TID) + !!(a->given & ARG_PID) + !!a->command;
-        uint64_t flags = 0, id;
+        uint64_t flags = 0, id = 0, startup = 0;
         uint32_t pid = 0, tid = 0;
         DlParams p = {};
         int r, ex;
@@ -288,6 +350,17 @@ int verb_admit(const Args *a) {
                 return usage_error(a, "no command after --");
         if (a->group && *a->group == '\0')
                 return usage_invalid("group", a->group, "is empty (leave -g out for edfd's default group)");
+        if (a->command && (a->given & ARG_SPLIT))
+                return usage_error(a, "--split needs -t TID or -p PID: a command is one thread, a split needs two");
+        if ((a->given & ARG_STARTUP) && !a->command)
+                return usage_error(a, "--startup is for -- COMMAND: a running thread has started already");
+        if (a->given & ARG_STARTUP) {
+                ex = parse_duration_arg("startup bound", a->startup, &startup);
+                if (ex != EDFCTL_EXIT_OK)
+                        return ex;
+                if (startup == 0 || startup > 3600 * NSEC_PER_SEC)
+                        return usage_invalid("startup bound", a->startup, "is not between 1ns and 1h");
+        }
         ex = admit_params(a, &p);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
@@ -323,23 +396,22 @@ int verb_admit(const Args *a) {
                 tid = pid;
         }
 
-        ex = bus_connect(&bus);
-        if (ex != EDFCTL_EXIT_OK)
-                return ex;
-        if (a->command)
-                ex = bus_call_edfd_awake(bus, "Admit", &reply, "uustttt", pid, tid, group, p.runtime, p.deadline,
-                                         p.period, flags);
-        else
-                ex = bus_call_edfd(bus, "Admit", &reply, "uustttt", pid, tid, group, p.runtime, p.deadline, p.period,
-                                   flags);
-        if (ex == EDFCTL_EXIT_OK) {
-                r = sd_bus_message_read(reply, "t", &id);
-                if (r < 0)
-                        ex = bus_parse_failed(r, "Admit");
+        if (a->given & ARG_SPLIT) {
+                uint32_t tid2, pid2;
+                ex = parse_pid_arg("second thread id", a->split, &tid2);
+                if (ex != EDFCTL_EXIT_OK)
+                        return ex;
+                r = proc_thread_tgid(tid2, &pid2);
+                if (r < 0 || pid2 != pid) {
+                        fprintf(stderr, "edfctl: thread %" PRIu32 " is not a thread of process %" PRIu32 "\n", tid2, pid);
+                        return EDFCTL_EXIT_FAILED;
+                }
+                return admit_split(pid, tid, tid2, group, &p, flags);
         }
-        /* Before exec: the command must not inherit the connection. */
-        reply = sd_bus_message_unref(reply);
-        bus = sd_bus_flush_close_unref(bus);
+        if (a->command && (a->given & ARG_STARTUP))
+                return admit_command_after_startup(a->command, startup, group, &p, flags);
+        /* For a command: edfctl's own thread, which must stay runnable (see bus_call_edfd_awake()). */
+        ex = admit_one(pid, tid, group, &p, flags, a->command != NULL, &id);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
 
@@ -491,6 +563,8 @@ enum {
         OPT_CAPACITY,
         OPT_SERVER,
         OPT_FIT,
+        OPT_SPLIT,
+        OPT_STARTUP,
 };
 
 /* Record a value option; each may be given once. */
@@ -528,6 +602,8 @@ static int parse_argv(int argc, char *argv[], Args *a, char **positional, bool *
                 { "capacity", required_argument, NULL, OPT_CAPACITY },
                 { "server", required_argument, NULL, OPT_SERVER },
                 { "fit", required_argument, NULL, OPT_FIT },
+                { "split", required_argument, NULL, OPT_SPLIT },
+                { "startup", required_argument, NULL, OPT_STARTUP },
                 {}
         };
         int c, ex = EDFCTL_EXIT_OK, last_optarg = -1;
@@ -600,6 +676,12 @@ static int parse_argv(int argc, char *argv[], Args *a, char **positional, bool *
                         break;
                 case OPT_FIT:
                         ex = set_value(a, ARG_FIT, &a->fit, optarg);
+                        break;
+                case OPT_SPLIT:
+                        ex = set_value(a, ARG_SPLIT, &a->split, optarg);
+                        break;
+                case OPT_STARTUP:
+                        ex = set_value(a, ARG_STARTUP, &a->startup, optarg);
                         break;
                 default:
                         /* getopt_long() printed what was wrong. */

@@ -19,6 +19,7 @@
 #include "basic/macro.h"
 #include "basic/parse.h"
 #include "core/duration.h"
+#include "core/params.h"
 
 typedef enum EdfctlExit {
         EDFCTL_EXIT_OK = 0,
@@ -48,7 +49,9 @@ typedef enum ArgOption {
         ARG_CAPACITY = 1u << 14,
         ARG_SERVER = 1u << 15,
         ARG_FIT = 1u << 16,
-        _ARG_OPTION_COUNT = 17,
+        ARG_SPLIT = 1u << 17,
+        ARG_STARTUP = 1u << 18,
+        _ARG_OPTION_COUNT = 19,
 } ArgOption;
 
 /* The command line after getopt: raw option values, parsed by the verb that uses them (so that an
@@ -62,6 +65,8 @@ typedef struct Args {
         char **command;               /* after "--", NULL-terminated; NULL when there was no "--" */
         const char *group, *runtime, *deadline, *period, *tid, *pid, *bandwidth, *work, *margin;
         const char *cpus, *capacity, *server, *fit; /* plan */
+        const char *split;            /* admit --split TID2 */
+        const char *startup;          /* admit --startup BOUND -- COMMAND */
 } Args;
 
 /* The verbs: each returns an EdfctlExit. */
@@ -73,6 +78,16 @@ int verb_group(const Args *a);
 int verb_reload(const Args *a);
 int verb_monitor(const Args *a);
 int verb_plan(const Args *a);
+
+/* Admit thread tid of process pid once (Admit over the bus, the connection closed after): the id
+ * in *ret_id (may be NULL). awake: wait for the answer without sleeping (bus_call_edfd_awake()).
+ * Returns an EdfctlExit, having printed why on failure. */
+int admit_one(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags, bool awake,
+              uint64_t *ret_id);
+/* --- edfctl-startup.c --- */
+/* admit --startup BOUND -- COMMAND: fork, exec, admit the child when it first sleeps (or after
+ * bound_ns), forward signals, wait; returns the command's exit status (or ends by its signal). */
+int admit_command_after_startup(char **command, uint64_t bound_ns, const char *group, const DlParams *p, uint64_t flags);
 
 /* --- edfctl-bus.c: the connection and the daemon's errors --- */
 

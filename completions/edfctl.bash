@@ -27,7 +27,7 @@ _edfctl() {
         for ((i = 1; i < COMP_CWORD; i++)); do
                 case ${COMP_WORDS[i]} in
                 --) dashdash=$i; break ;;
-                -g|--group|-T|--runtime|-D|--deadline|-P|--period|-t|--tid|-p|--pid|--bandwidth|--work|--margin|--cpus|--capacity|--server|--fit)
+                -g|--group|-T|--runtime|-D|--deadline|-P|--period|-t|--tid|-p|--pid|--bandwidth|--work|--margin|--cpus|--capacity|--server|--fit|--split|--startup)
                         ((i++)) ;;
                 -*) ;;
                 *)
@@ -64,7 +64,7 @@ _edfctl() {
                         COMPREPLY=($(compgen -W "$(cd /proc && compgen -G '[0-9]*')" -- "$cur"))
                 fi
                 return ;;
-        -T|--runtime|-D|--deadline|-P|--period|--work)
+        -T|--runtime|-D|--deadline|-P|--period|--work|--startup)
                 __edfctl_units "$cur" ns us ms s
                 return ;;
         --bandwidth|--margin)
@@ -97,7 +97,7 @@ _edfctl() {
                         return
                 fi ;;
         admit)
-                opts+=' -g --group -T --runtime --work --margin -P --period -D --deadline --reclaim --overrun-signal --move -t --tid -p --pid --' ;;
+                opts+=' -g --group -T --runtime --work --margin -P --period -D --deadline --reclaim --overrun-signal --move -t --tid -p --pid --split --startup --' ;;
         release)
                 opts+=' -t --tid -p --pid'
                 if [[ $cur != -* && $npos -eq 0 ]]; then

@@ -380,6 +380,31 @@ static int method_list_reservations(sd_bus_message *msg, void *userdata, sd_bus_
         return sd_bus_send(NULL, reply, NULL);
 }
 
+static int method_list_partitions(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ PlaceLoad *loads = NULL;
+        Manager *m = userdata;
+        size_t n = 0;
+        int r;
+
+        r = place_loads(m, &loads, &n);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_append(reply, "s", place_note(m));
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(" EDFD_PARTITION_ENTRY ")");
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = sd_bus_message_append(reply, "(" EDFD_PARTITION_ENTRY ")", loads[i].name, loads[i].cpu,
+                                          loads[i].capacity, loads[i].allocated, loads[i].reservations, 0);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Manager *m = userdata;
@@ -641,6 +666,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_NAMES("ListReservations", "", , "a(" EDFD_RESERVATION_ENTRY ")", SD_BUS_PARAM(reservations),
                                  method_list_reservations, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(" EDFD_GROUP_ENTRY ")", SD_BUS_PARAM(groups), method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("ListPartitions", "", , "sa(" EDFD_PARTITION_ENTRY ")", SD_BUS_PARAM(note) SD_BUS_PARAM(partitions),
+                                 method_list_partitions, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("CreateGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period),
                                  "", , method_create_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("SetGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period), "",

@@ -104,6 +104,7 @@ int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError 
 /* Move a released thread (v2: its process) back out of the partitions; a failure is logged. */
 void place_move_out(Manager *m, uint32_t pid, uint32_t tid);
 
+
 /* manager-procs.c */
 /* Start listening to the proc connector (at start; a failure is logged). */
 void procs_open(Manager *m);

@@ -436,3 +436,41 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
                  cpu_a, id2, cpu_b);
         return 0;
 }
+
+int place_loads(Manager *m, PlaceLoad **ret, size_t *ret_n) {
+        PlaceCpu *cpus = NULL;
+        DlParams **sets = NULL;
+        PlaceLoad *loads;
+        int r;
+
+        *ret = NULL;
+        *ret_n = 0;
+        if (!m->place.active)
+                return 0;
+        r = cpu_views(m, &cpus, &sets);
+        if (r < 0)
+                return r;
+        loads = calloc(m->place.n_cpus, sizeof(*loads));
+        for (size_t i = 0; loads && i < m->place.n_cpus; i++) {
+                EdfVerdict v = {};
+                (void) edf_check(cpus[i].tasks, cpus[i].n_tasks, NULL, 0, &cpus[i].supply, &v);
+                loads[i] = (PlaceLoad) { .name = m->place.cpus[i].name, .cpu = cpus[i].id,
+                                         .capacity = place_left(&cpus[i], 0), .allocated = v.bw_total,
+                                         .reservations = (uint32_t) cpus[i].n_tasks };
+        }
+        for (size_t i = 0; i < m->place.n_cpus; i++)
+                free(sets[i]);
+        free(sets);
+        free(cpus);
+        if (!loads)
+                return -ENOMEM;
+        *ret = loads;
+        *ret_n = m->place.n_cpus;
+        return 0;
+}
+
+const char *place_note(const Manager *m) {
+        if (m->place.active)
+                return m->place.global_none ? "global placement has no CPU: the partitions take every CPU" : "";
+        return m->place.unavailable ?: "";
+}

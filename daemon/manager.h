@@ -178,6 +178,18 @@ typedef struct SplitResult {
         DlParams stage1, stage2;
         uint32_t cpu1, cpu2;
 } SplitResult;
+/* Each partition's CPU, capacity and what its reservations hold (BW units), for ListPartitions: a
+ * new array (the caller frees it; NULL with 0 when none is made), or negative errno. */
+typedef struct PlaceLoad {
+        const char *name;          /* valid until the next place_setup() */
+        uint32_t cpu;
+        uint64_t capacity, allocated;
+        uint32_t reservations;
+} PlaceLoad;
+int place_loads(Manager *m, PlaceLoad **ret, size_t *ret_n);
+/* Why partitioned (or global) placement is refused here, or "": for ListPartitions. */
+const char *place_note(const Manager *m);
+
 /* Admit a split. Returns 0 with *ret, or -1 with *error (nothing admitted). */
 int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, OpError *error);
 

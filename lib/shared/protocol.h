@@ -33,6 +33,9 @@
  *       group        "min_split_runtime" t (effective), "overridden" b (a configured group
  *                    resized at run time)
  *     pids and tids are u everywhere, in methods as in signals.
+ *   ListPartitions() -> (s note, a(EDFD_PARTITION_ENTRY) partitions)
+ *       note: why placement is refused here ("" when nothing is); each partition: name, cpu,
+ *       capacity, allocated, reservations, extra (a{sv}, none today)
  *   CreateGroup(s path, t runtime, t period)
  *   SetGroup(s path, t runtime, t period)
  *   RemoveGroup(s path)
@@ -60,6 +63,7 @@
 /* The signatures of one list entry (without the parentheses of the struct). */
 #define EDFD_RESERVATION_ENTRY "tuusttttttua{sv}"
 #define EDFD_GROUP_ENTRY "sttttuusssbasba{sv}"
+#define EDFD_PARTITION_ENTRY "suttua{sv}"
 
 /* At most this many bus names subscribed to edfd's signals at once (Subscribe()). */
 #define EDFD_SUBSCRIBERS_MAX 1024

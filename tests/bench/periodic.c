@@ -4,8 +4,10 @@
  * loop counts, so that preemption does not shorten the work) and checks whether the job finished
  * before its deadline (the end of the period). Prints jobs, misses and response times.
  *
- *   periodic [--work 20ms] [--period 50ms] [--duration 10s] [--skip 0] [--tasks N] [--quiet]
+ *   periodic [--work 20ms] [--period 50ms] [--duration 10s] [--skip 0] [--tasks N] [--align] [--quiet]
  *
+ * With --align the releases fall on multiples of PERIOD in CLOCK_MONOTONIC, so that tasks of the
+ * same period started apart are released together (the worst case for EDF on several CPUs).
  * With --tasks N it runs N such threads in one process (all with the same parameters). With
  * --skip D the jobs released in the first D of the run (measured from the thread's own start, so
  * exec, loader and first page faults fall in it) still run but are not counted anywhere: a
@@ -25,6 +27,7 @@
 
 typedef struct Task {
         uint64_t work, period, duration, skip;
+        int align;
         uint64_t jobs, misses;
         uint64_t *response;
         size_t n_response;
@@ -43,6 +46,14 @@ static uint64_t clock_ns(clockid_t c) {
 static void *run(void *arg) {
         Task *t = arg;
         uint64_t start = clock_ns(CLOCK_MONOTONIC), release = start;
+
+        if (t->align) { /* the first release on a period boundary of CLOCK_MONOTONIC */
+                release = (start + t->period - 1) / t->period * t->period;
+                struct timespec ts = { (time_t) (release / NSEC_PER_SEC), (long) (release % NSEC_PER_SEC) };
+                while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                        ;
+                start = release;
+        }
         size_t cap = t->duration / t->period + 2;
 
         t->response = calloc(cap, sizeof(uint64_t));
@@ -90,7 +101,7 @@ static uint64_t arg_duration(const char *opt, const char *v) {
 int main(int argc, char *argv[]) {
         uint64_t work = 20 * NSEC_PER_MSEC, period = 50 * NSEC_PER_MSEC, duration = 10 * NSEC_PER_SEC, skip = 0;
         unsigned n_tasks = 1;
-        int quiet = 0;
+        int quiet = 0, align = 0;
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--work") == 0)
@@ -105,9 +116,11 @@ int main(int argc, char *argv[]) {
                         n_tasks = (unsigned) strtoul(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--quiet") == 0)
                         quiet = 1;
+                else if (strcmp(argv[i], "--align") == 0)
+                        align = 1;
                 else {
                         fprintf(stderr, "usage: periodic [--work D] [--period D] [--duration D] [--skip D] [--tasks N] "
-                                        "[--quiet]\n");
+                                        "[--align] [--quiet]\n");
                         return 2;
                 }
         }
@@ -119,7 +132,7 @@ int main(int argc, char *argv[]) {
         Task tasks[64];
         pthread_t th[64];
         for (unsigned i = 0; i < n_tasks; i++) {
-                tasks[i] = (Task) { .work = work, .period = period, .duration = duration, .skip = skip };
+                tasks[i] = (Task) { .work = work, .period = period, .duration = duration, .skip = skip, .align = align };
                 /* The first task runs in the main thread: an admitted main thread keeps its reservation. */
                 if (i > 0 && pthread_create(&th[i], NULL, run, &tasks[i]) != 0) {
                         fprintf(stderr, "periodic: pthread_create failed\n");

@@ -556,6 +556,36 @@ PY
         expect "admit -- COMMAND not executable: exit 126" 126 "" "^edfctl: cannot execute $tmp/edfd.yaml: Permission denied$" admit -T 1ms -P 100ms -- "$tmp/edfd.yaml"
         expect_unchanged "admit -- COMMAND refused: exit 1, the command does not run" 1 "^edfctl: admission refused: " admit -g media/audio -T 5ms -P 100ms -- touch "$tmp/ran"
         if [ -e "$tmp/ran" ]; then not_ok "admit -- COMMAND refused: nothing ran"; else ok "admit -- COMMAND refused: nothing ran"; fi
+        # admit --startup BOUND -- COMMAND: the child is admitted when it first sleeps
+        "$edfctl" admit -T 1ms -P 100ms --startup 1s -- sleep 120 >"$tmp/cmd.out" 2>"$tmp/cmd.err" &
+        ctl_pid=$!
+        bg_pids+=("$ctl_pid")
+        wait_for pgrep -P "$ctl_pid" -x sleep
+        child=$(pgrep -P "$ctl_pid" -x sleep | head -1)
+        if [ -n "$child" ] && wait_for has_reservation pid "$child" && is_deadline "$child" 1000000 100000000 100000000 &&
+                ! has_reservation pid "$ctl_pid"; then
+                ok "admit --startup -- sleep: the command's own process is admitted once it sleeps, edfctl is not"
+        else
+                not_ok "admit --startup -- sleep: the command's own process is admitted once it sleeps, edfctl is not" \
+                        "edfctl $ctl_pid, child ${child:-none}" "$(books)"
+        fi
+        kill -TERM "$ctl_pid"
+        wait "$ctl_pid" 2>/dev/null
+        rc=$?
+        if [ "$rc" = 143 ] && [ -n "$child" ] && ! kill -0 "$child" 2>/dev/null; then
+                ok "admit --startup: SIGTERM to edfctl reaches the command, and edfctl ends by it"
+        else
+                not_ok "admit --startup: SIGTERM to edfctl reaches the command, and edfctl ends by it" "exit $rc" \
+                        "$(ps -o pid,stat,cmd -p "${child:-1}")"
+        fi
+        if [ -n "$child" ] && wait_for no_reservation pid "$child"; then ok "admit --startup: the reservation ends with the command"; else not_ok "admit --startup: the reservation ends with the command" "$(books)"; fi
+        expect "admit --startup -- COMMAND: the exit status is the command's" 7 "" "" admit -T 1ms -P 100ms --startup 1s -- sh -c 'sleep 0.2; exit 7'
+        expect "admit --startup -- COMMAND not found: exit 127" 127 "" "^edfctl: cannot execute /nonexistent/cmd: No such file or directory$" admit -T 1ms -P 100ms --startup 1s -- /nonexistent/cmd
+        expect_unchanged "admit --startup -- COMMAND refused: exit 1, the command is stopped" 1 "^edfctl: admission refused: " admit -g media/audio -T 5ms -P 100ms --startup 1s -- sleep 60
+        if pgrep -x -f "sleep 60" >/dev/null; then not_ok "admit --startup refused: no command left running" "$(pgrep -a -f 'sleep 60')"; else ok "admit --startup refused: no command left running"; fi
+        expect "admit --startup without a command: exit 2" 2 "" "--startup is for -- COMMAND" admit -T 1ms -P 100ms --startup 1s -p 1
+        expect "admit --startup 0s: exit 2" 2 "" "invalid startup bound \"0s\"" admit -T 1ms -P 100ms --startup 0s -- true
+
         # Left: only the --move reservation in media/audio.
         if wait_for python3 -c 'import json,subprocess,sys
 d=json.loads(subprocess.check_output(sys.argv[1:]))["data"][0]

@@ -8,7 +8,7 @@
 # the thread back out; restarts and kill -9 keep every placement; an edfd without partitions takes
 # them all away again and gives the machine its load balancing back. Reports TAP.
 #
-#   test-place.sh EDFCTL EDFD PERIODIC
+#   test-place.sh EDFCTL EDFD PERIODIC SPLIT-PERIODIC
 #
 # Machine-wide state: the root cpuset's sched_load_balance and the directory edfd-partitions. They
 # are restored on exit whatever happens (kill -9 of this script excepted: the next run, or any edfd
@@ -17,9 +17,10 @@
 # admitted; as deadline threads they hold up to 58% of a CPU each).
 
 set -u
-edfctl=${1:?usage: test-place.sh EDFCTL EDFD PERIODIC}
+edfctl=${1:?usage: test-place.sh EDFCTL EDFD PERIODIC SPLIT-PERIODIC}
 edfd=${2:?}
 periodic=${3:?}
+split_periodic=${4:?}
 cpuset=/sys/fs/cgroup/cpuset
 here=$(cd "$(dirname "$0")" && pwd)
 n=0 failed=0
@@ -128,6 +129,7 @@ spawn() { # a periodic SCHED_OTHER process that wakes every 10 ms; its pid in $s
         pids+=("$spawned")
 }
 allowed() { awk '/^Cpus_allowed_list:/ { print $2 }' "/proc/$1/status"; }
+allowed_tid() { awk '/^Cpus_allowed_list:/ { print $2 }' "/proc/$1/task/$2/status"; }
 policy() { chrt -p "$1" | awk -F': ' '/policy/ { print $2; exit }'; }
 cpu_of() { # ID: the cpu of reservation ID in edfctl list --json
         "$edfctl" list --json | python3 -c 'import json,sys; print([r["cpu"] for r in json.load(sys.stdin) if r["id"] == int(sys.argv[1])][0])' "$1"
@@ -163,6 +165,37 @@ check "a constrained deadline that fails the demand test on both CPUs is refused
         test "$rc: $out" = "1: edfctl: admission refused: rt: no CPU can take 4.5%: cpu0 32% left but a deadline fails at 10ms (demand 10.3ms), cpu1 32% left but a deadline fails at 10ms (demand 10.3ms)"
 out=$("$edfctl" status 2>&1)
 check "status shows each reservation's CPU" grep -Eq "#$ida +pid $a .* cpu 0$" <<<"$out"
+check "status says what placement promises" grep -q "^   Placement: partitioned: the exact EDF test on each CPU$" <<<"$out"
+check "status says that global placement has no CPU left" grep -q "^        Note: global placement has no CPU: the partitions take every CPU$" <<<"$out"
+check "status shows each partition's capacity and allocation" \
+        grep -q "^  Partitions: rt0 cpu0: 90% capacity, 58% allocated, 32% free, 1 reservation$" <<<"$out"
+check "status fits 80 columns" test "$(awk '{ if (length > m) m = length } END { print m + 0 <= 80 }' <<<"$out")" = 1
+check "status --json carries the partitions" test "$("$edfctl" status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["placement"], [(p["name"], p["cpu"], p["reservations"]) for p in d["partitions"]])')" = "partitioned [('rt0', 0, 1), ('rt1', 1, 1)]"
+
+# --- the third as a split: two stages on two CPUs ---
+"$periodic" --work 1ms --period 10ms --duration 120s --tasks 2 --quiet >/dev/null 2>&1 &
+e=$!
+pids+=("$e")
+sleep 0.2
+e2=$(ls "/proc/$e/task" | grep -vx "$e" | head -1)
+out=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$e" --split "$e2" 2>&1); rc=$?
+check "admit --split: stage 1 takes what cpu0 has left, 3.2ms within 3.2ms" \
+        grep -Eq "^[0-9]+ stage 1: 3\.2ms within 3\.2ms on cpu0$" <<<"$out"
+check "admit --split: stage 2 takes the rest on cpu1, due with the job" \
+        grep -Eq "^[0-9]+ stage 2: 2\.6ms within 6\.8ms on cpu1, released 3\.2ms after stage 1$" <<<"$out"
+check "the stages' threads sit on their CPUs" test "$(allowed_tid "$e" "$e") $(allowed_tid "$e" "$e2")" = "0 1"
+out=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$c" --split "$e2" 2>&1); rc=$?
+check "a split with a thread of another process is refused" test "$rc: $out" = "1: edfctl: thread $e2 is not a thread of process $c"
+out=$("$edfctl" admit -g rt -T 1ms -P 10ms -p "$c" --split "$c" 2>&1); rc=$?
+check "a split with the same thread twice is refused" grep -q "two different threads" <<<"$out"
+check "release the split's process" "$edfctl" release -p "$e"
+out=$("$split_periodic" --group rt --runtime 5.8ms --period 10ms --work 2ms --duration 1s 2>&1); rc=$?
+check "split-periodic, the example, admits itself in two stages and runs" \
+        grep -Eq "stage 1 3\.2ms within 3\.2ms on cpu0 .* stage 2 2\.6ms within 6\.8ms on cpu1" <<<"$out"
+check "split-periodic ran its jobs and exited 0" grep -Eq "^split-periodic: [0-9]+ jobs" <<<"$rc $out"
+n_res() { "$edfctl" list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+for _ in $(seq 100); do [ "$(n_res)" = 2 ] && break; sleep 0.05; done
+check "split-periodic's stages ended with it" test "$(n_res)" = 2
 
 # --- the kernel itself holds each partition to its CPU ---
 echo "$d" >"$cpuset/edfd-partitions/rt0/tasks"
@@ -207,6 +240,8 @@ start_edfd "$tmp/none.yaml" || exit 1
 check "an edfd without partitions removes them" test ! -e "$cpuset/edfd-partitions"
 check "and turns the root cpuset's load balancing back on" test "$(cat $cpuset/cpuset.sched_load_balance)" = 1
 id=$("$edfctl" admit -g rt -T 1ms -P 10ms -p "$a" 2>"$tmp/err") || not_ok "global admission works again" "$(cat "$tmp/err")"
+out=$("$edfctl" status 2>&1)
+check "status says plainly what global placement promises" grep -q "^   Placement: global on [0-9]* CPUs: bounded tardiness, not deadlines$" <<<"$out"
 check "global admission works again, without a CPU" test "$("$edfctl" list --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["cpu"])')" = None
 stop_edfd TERM
 

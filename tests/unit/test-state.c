@@ -372,3 +372,31 @@ Test(state, a_journal_that_cannot_grow_refuses_the_record, .init = setup_shm, .f
         state_loaded_done(&l);
         state_free(s);
 }
+
+/* A reservation of partitioned placement keeps its CPU (a 14th field); a global one writes the
+ * 13 fields of older journals, which load as global. */
+Test(state, the_cpu_of_a_partitioned_reservation, .init = setup_shm, .fini = teardown) {
+        StateLoaded l = {};
+        State *s = open_loaded(&l);
+        StateRecord global = rec(1), placed = rec(2);
+        size_t len;
+        char *buf;
+
+        state_loaded_done(&l);
+        placed.partitioned = true;
+        placed.cpu = 3;
+        cr_assert_eq(state_write_reservation(s, false, &global), 0);
+        cr_assert_eq(state_write_reservation(s, false, &placed), 0);
+        state_free(s);
+        buf = slurp(&len);
+        /* flags 1, donor 0, donated 0, then the checksum (global) or the CPU (partitioned). */
+        cr_assert(strstr(buf, " 1 0 0 #") && strstr(buf, " 1 0 0 3 #"), "the records: %s", buf);
+        free(buf);
+        s = open_loaded(&l);
+        cr_assert_eq(l.n_entries, 2);
+        cr_assert(l.entries[0].has_committed && !l.entries[0].committed.partitioned);
+        cr_assert(l.entries[1].committed.partitioned);
+        cr_assert_eq(l.entries[1].committed.cpu, 3);
+        state_loaded_done(&l);
+        state_free(s);
+}
