@@ -94,10 +94,13 @@ static int read_file(const char *path, char **ret, size_t *ret_len) {
         if (!buf)
                 r = -ENOMEM;
         while (r == 0 && len < size) {
-                size_t k = fread(buf + len, 1, size - len, f);
+                size_t k;
+
+                errno = 0;
+                k = fread(buf + len, 1, size - len, f);
                 if (k == 0) {
                         if (ferror(f))
-                                r = -EIO;
+                                r = errno > 0 ? -errno : -EIO; /* a directory: EISDIR */
                         break;
                 }
                 len += k;

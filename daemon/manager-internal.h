@@ -88,6 +88,10 @@ void maybe_compact(Manager *m);
 /* Make the configuration's partitions (at start), or repair what an earlier edfd left when there
  * are none; a failure is logged and leaves partitioned placement refused with the reason. */
 void place_setup(Manager *m);
+/* Start polling the partitions (once m->event exists): one that turns invalid or disappears gets
+ * no new reservation, and each of its reservations is moved to another CPU where the exact test
+ * passes or released with the reason "partition". */
+void place_start(Manager *m);
 void place_free(Manager *m);
 /* Whether g's placement is partitioned. */
 bool place_partitioned(const Manager *m, const Group *g);

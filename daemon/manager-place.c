@@ -25,6 +25,7 @@
 #include "core/placement.h"
 #include "cpuset.h"
 #include "log.h"
+#include "manager-bus.h"
 #include "manager-internal.h"
 
 /* How long the room waits for a moved thread to run on its new CPU. */
@@ -177,6 +178,7 @@ void place_setup(Manager *m) {
 }
 
 void place_free(Manager *m) {
+        m->place.poll_timer = sd_event_source_disable_unref(m->place.poll_timer);
         m->place.cpusets = cpusets_free(m->place.cpusets);
         free(m->place.cpus);
         m->place.cpus = NULL;
@@ -197,7 +199,7 @@ const char *place_cpu_name(const Manager *m, uint32_t cpu) {
 
 /* The task sets of the partitions' CPUs, from the books: arrays owned by the caller (free each
  * tasks array, then cpus). */
-static int cpu_views(Manager *m, PlaceCpu **ret, DlParams ***ret_sets) {
+static int cpu_views(Manager *m, PlaceCpu **ret, DlParams ***ret_sets, size_t *ret_n) {
         size_t n = m->place.n_cpus;
         PlaceCpu *cpus = calloc(n, sizeof(*cpus));
         DlParams **sets = calloc(n, sizeof(*sets));
@@ -214,6 +216,12 @@ static int cpu_views(Manager *m, PlaceCpu **ret, DlParams ***ret_sets) {
                 goto fail;
         for (size_t i = 0; i < n; i++)
                 cpus[i] = (PlaceCpu) { .id = m->place.cpus[i].cpu, .supply = supply };
+        /* A partition the poll found invalid takes nothing: leave its CPU out (compacting). */
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+                if (!m->place.cpus[i].invalid)
+                        cpus[k++] = cpus[i];
+        n = k;
         for (const Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res)) {
                 if (!res->partitioned)
                         continue;
@@ -237,6 +245,7 @@ static int cpu_views(Manager *m, PlaceCpu **ret, DlParams ***ret_sets) {
         free(alloc);
         *ret = cpus;
         *ret_sets = sets;
+        *ret_n = n;
         return 0;
 fail:
         for (size_t i = 0; sets && i < n; i++)
@@ -252,7 +261,7 @@ int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *
         _cleanup_free_ EdfVerdict *verdicts = NULL;
         PlaceCpu *cpus = NULL;
         DlParams **sets = NULL;
-        size_t at;
+        size_t at, nv = 0;
         int r;
 
         *ret_partitioned = false;
@@ -272,7 +281,7 @@ int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *
                 e->refusal.outcome = ADMIT_OVER_BUDGET; /* an admission refused: OverBudget on the bus */
                 return -1;
         }
-        r = cpu_views(m, &cpus, &sets);
+        r = cpu_views(m, &cpus, &sets, &nv);
         if (r < 0)
                 return op_errno(e, r, "placement");
         verdicts = calloc(m->place.n_cpus, sizeof(*verdicts));
@@ -281,15 +290,17 @@ int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *
         else if (forced_cpu) {
                 /* A stage of a split: the CPU the split chose, checked again on its own. */
                 r = -ENOSPC;
-                for (at = 0; at < m->place.n_cpus && cpus[at].id != *forced_cpu; at++)
+                for (at = 0; at < nv && cpus[at].id != *forced_cpu; at++)
                         ;
-                if (at < m->place.n_cpus) {
+                if (at < nv) {
                         r = edf_check(cpus[at].tasks, cpus[at].n_tasks, p, 1, &cpus[at].supply, &verdicts[at]);
                         if (r == 0 && !verdicts[at].schedulable)
                                 r = -ENOSPC;
                 }
-        } else
-                r = place_choose(cpus, m->place.n_cpus, p, PLACE_FIT_BEST, &at, verdicts);
+        } else if (nv == 0)
+                r = -ENOSPC;
+        else
+                r = place_choose(cpus, nv, p, PLACE_FIT_BEST, &at, verdicts);
         if (r == 0) {
                 *ret_partitioned = true;
                 *ret_cpu = cpus[at].id;
@@ -297,9 +308,12 @@ int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *
         } else if (r == -ENOSPC && forced_cpu) {
                 op_fail(e, OP_REFUSED, "%s: cpu%" PRIu32 " cannot take this stage any more", g->path, *forced_cpu);
                 e->refusal.outcome = ADMIT_OVER_BUDGET;
+        } else if (r == -ENOSPC && nv == 0) {
+                op_fail(e, OP_REFUSED, "%s: every partition is invalid (%s)", g->path, place_note(m));
+                e->refusal.outcome = ADMIT_OVER_BUDGET;
         } else if (r == -ENOSPC) {
                 char why[512];
-                place_format_refusal(cpus, m->place.n_cpus, p, verdicts, why, sizeof why);
+                place_format_refusal(cpus, nv, p, verdicts, why, sizeof why);
                 op_fail(e, OP_REFUSED, "%s: %s", g->path, why);
                 e->refusal.outcome = ADMIT_OVER_BUDGET;
         } else
@@ -370,6 +384,7 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
         PlaceSplit sp;
         ParamsOutcome o;
         uint64_t id1 = 0, id2 = 0;
+        size_t nv = 0;
         int r;
 
         if (!g) {
@@ -391,10 +406,10 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
                 Refusal rf = { .outcome = ADMIT_BAD_PARAMS, .params = o, .name = g->path };
                 return op_refused(e, &rf);
         }
-        r = cpu_views(m, &cpus, &sets);
+        r = cpu_views(m, &cpus, &sets, &nv);
         if (r < 0)
                 return op_errno(e, r, "placement");
-        r = place_split(cpus, m->place.n_cpus, &p, PLACE_FIT_BEST, &sp);
+        r = nv > 0 ? place_split(cpus, nv, &p, PLACE_FIT_BEST, &sp) : -ENOSPC;
         if (r == 0) {
                 sp.index_a = cpus[sp.index_a].id;
                 sp.index_b = cpus[sp.index_b].id;
@@ -441,20 +456,21 @@ int place_loads(Manager *m, PlaceLoad **ret, size_t *ret_n) {
         PlaceCpu *cpus = NULL;
         DlParams **sets = NULL;
         PlaceLoad *loads;
+        size_t nv = 0;
         int r;
 
         *ret = NULL;
         *ret_n = 0;
         if (!m->place.active)
                 return 0;
-        r = cpu_views(m, &cpus, &sets);
+        r = cpu_views(m, &cpus, &sets, &nv);
         if (r < 0)
                 return r;
-        loads = calloc(m->place.n_cpus, sizeof(*loads));
-        for (size_t i = 0; loads && i < m->place.n_cpus; i++) {
+        loads = calloc(nv ?: 1, sizeof(*loads));
+        for (size_t i = 0; loads && i < nv; i++) {
                 EdfVerdict v = {};
                 (void) edf_check(cpus[i].tasks, cpus[i].n_tasks, NULL, 0, &cpus[i].supply, &v);
-                loads[i] = (PlaceLoad) { .name = m->place.cpus[i].name, .cpu = cpus[i].id,
+                loads[i] = (PlaceLoad) { .name = place_cpu_name(m, cpus[i].id), .cpu = cpus[i].id,
                                          .capacity = place_left(&cpus[i], 0), .allocated = v.bw_total,
                                          .reservations = (uint32_t) cpus[i].n_tasks };
         }
@@ -465,12 +481,124 @@ int place_loads(Manager *m, PlaceLoad **ret, size_t *ret_n) {
         if (!loads)
                 return -ENOMEM;
         *ret = loads;
-        *ret_n = m->place.n_cpus;
+        *ret_n = nv;
         return 0;
 }
 
 const char *place_note(const Manager *m) {
+        if (m->place.active && m->place.unavailable) /* the poll's last finding */
+                return m->place.unavailable;
         if (m->place.active)
                 return m->place.global_none ? "global placement has no CPU: the partitions take every CPU" : "";
         return m->place.unavailable ?: "";
+}
+
+/* --- partitions that turn invalid --- */
+
+#define PLACE_POLL_USEC (2 * UINT64_C(1000000))
+
+/* Move res off a partition that is no more: to another CPU where the exact test passes (the
+ * kernel moves a deadline thread between root domains when it has the room, or refuses), else
+ * release it. */
+static void evacuate(Manager *m, Reservation *res) {
+        PlaceCpu *cpus = NULL;
+        DlParams **sets = NULL;
+        size_t nv = 0, at;
+        uint32_t from = res->cpu;
+        int r;
+
+        r = cpu_views(m, &cpus, &sets, &nv);
+        if (r == 0 && nv > 0)
+                r = place_choose(cpus, nv, &res->params, PLACE_FIT_BEST, &at, NULL);
+        else if (r == 0)
+                r = -ENOSPC;
+        if (r == 0) {
+                const char *name = place_cpu_name(m, cpus[at].id);
+                uint32_t to = cpus[at].id;
+                r = name ? cpusets_move_thread(m->place.cpusets, name, (pid_t) res->tid) : -ENOENT;
+                if (r == 0) {
+                        res->cpu = to;
+                        if (record(m, false, res) < 0)
+                                log_warning("Reservation %" PRIu64 " moved to cpu%" PRIu32 " but not recorded", res->id, to);
+                        log_warning("Reservation %" PRIu64 " (thread %" PRIu32 ") moved from cpu%" PRIu32 " to cpu%" PRIu32
+                                    ": its partition is no longer valid", res->id, res->tid, from, to);
+                        manager_bus_emit_changed(m, res, "partition");
+                }
+        }
+        for (size_t i = 0; sets && i < m->place.n_cpus; i++)
+                free(sets[i]);
+        free(sets);
+        free(cpus);
+        if (r == 0)
+                return;
+        log_warning("Reservation %" PRIu64 " (thread %" PRIu32 ") released: its partition (cpu%" PRIu32 ") is no longer "
+                    "valid and no other CPU can take it", res->id, res->tid, from);
+        (void) manager_release(m, NULL, res, "partition", NULL);
+}
+
+static void on_partition_change(const CpusetPartition *now, CpusetState was, void *userdata) {
+        Manager *m = userdata;
+        PlaceCpuInfo *info = NULL;
+
+        for (size_t i = 0; i < m->place.n_cpus; i++)
+                if (strcmp(m->place.cpus[i].name, now->name) == 0)
+                        info = &m->place.cpus[i];
+        if (!info)
+                return;
+        if (now->state == CPUSET_STATE_VALID) {
+                if (info->invalid)
+                        log_notice("Partition %s (cpu%" PRIu32 ") is valid again", now->name, info->cpu);
+                info->invalid = false;
+                free(m->place.unavailable);
+                m->place.unavailable = NULL;
+                return;
+        }
+        if (was != CPUSET_STATE_VALID && info->invalid)
+                return;
+        info->invalid = true;
+        set_unavailable(m, "partition %s (cpu%" PRIu32 ") is %s: %s", now->name, info->cpu,
+                        cpuset_state_to_string(now->state), now->reason[0] ? now->reason : "changed from outside");
+        log_warning("Partition: %s; moving its reservations", m->place.unavailable);
+        for (;;) {
+                Reservation *res = NULL;
+                for (Reservation *r = reservation_next(m->tree, NULL); r; r = reservation_next(m->tree, r))
+                        if (r->partitioned && r->cpu == info->cpu) {
+                                res = r;
+                                break;
+                        }
+                if (!res)
+                        break;
+                uint32_t before = res->cpu;
+                uint64_t id = res->id;
+                evacuate(m, res);
+                Reservation *again = tree_find_reservation(m->tree, id);
+                if (again && again->cpu == before) /* neither moved nor released: give up on it */
+                        break;
+        }
+}
+
+static int on_place_poll(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        int r;
+
+        manager_bus_defer_begin(m);
+        r = cpusets_poll(m->place.cpusets, on_partition_change, m);
+        manager_bus_defer_end(m);
+        if (r < 0)
+                log_debug("Polling the partitions: %s", strerror(-r));
+        (void) sd_event_source_set_time_relative(s, PLACE_POLL_USEC);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return 0;
+}
+
+void place_start(Manager *m) {
+        int r;
+
+        if (!m->place.active || !m->event)
+                return;
+        (void) cpusets_poll(m->place.cpusets, NULL, NULL); /* the state now, as the baseline */
+        r = sd_event_add_time_relative(m->event, &m->place.poll_timer, CLOCK_MONOTONIC, PLACE_POLL_USEC, 0,
+                                       on_place_poll, m);
+        if (r < 0)
+                log_warning("Cannot poll the partitions: %s", strerror(-r));
 }

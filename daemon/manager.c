@@ -443,6 +443,7 @@ int manager_start(Manager *m) {
         r = procs_start(m);
         if (r < 0)
                 return r;
+        place_start(m);
 
         r = sd_bus_open_system(&m->bus);
         if (r < 0) {

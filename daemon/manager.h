@@ -85,6 +85,7 @@ typedef struct GroupsRoom {
 typedef struct PlaceCpuInfo {
         uint32_t cpu;
         char name[33];             /* the partition's name (CPUSET_NAME_MAX + 1) */
+        bool invalid;              /* the poll found it invalid or gone: nothing is placed there */
 } PlaceCpuInfo;
 typedef struct PlaceRoom {
         struct Cpusets *cpusets;   /* the adapter (cpuset.h), NULL before place_setup() */
@@ -94,6 +95,7 @@ typedef struct PlaceRoom {
         char *unavailable;         /* why partitioned placement is refused here, or NULL */
         PlaceCpuInfo *cpus;        /* one per partition, in the configuration's order */
         size_t n_cpus;
+        sd_event_source *poll_timer; /* cpusets_poll(): a partition can turn invalid unannounced */
 } PlaceRoom;
 
 /* manager-procs.c: the proc connector, the resync timer and what they counted (read by the bus

@@ -48,10 +48,10 @@
  *   ReservationAdded(t id, u pid, u tid, s group, s reason)      reason: requested, split,
  *                                                                 inherited
  *   ReservationRemoved(t id, u pid, u tid, s group, s reason)    reason: requested, exited,
- *                                                                 vanished, changed
+ *                                                                 vanished, changed, partition
  *   ReservationChanged(t id, t runtime, t deadline, t period, s reason)
  *                                                                 reason: requested, split,
- *                                                                 returned
+ *                                                                 returned, partition
  *   Split(t donor_id, t child_id)
  *   GroupsChanged()
  */

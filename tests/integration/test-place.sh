@@ -117,10 +117,19 @@ start_edfd() { # CONFIG
         echo "# edfd did not come up:"; sed 's/^/#   /' "$tmp/edfd.log"
         return 1
 }
-stop_edfd() { # [SIGNAL]
+stop_edfd() { # [SIGNAL]: a TERM must end edfd with status 0 and no sanitizer report (the ASan build)
+        local st
         kill "-${1:-TERM}" "$edfd_pid" 2>/dev/null
         wait "$edfd_pid" 2>/dev/null
+        st=$?
         edfd_pid=
+        if [ "${1:-TERM}" = TERM ]; then
+                if [ "$st" = 0 ] && ! grep -qE "Sanitizer|runtime error:" "$tmp/edfd.log"; then
+                        ok "edfd stopped cleanly"
+                else
+                        not_ok "edfd stopped cleanly" "exit status $st" "$(tail -20 "$tmp/edfd.log")"
+                fi
+        fi
 }
 spawn() { # a periodic SCHED_OTHER process that wakes every 10 ms; its pid in $spawned (not in a
         # subshell: the pid must reach pids, which the cleanup kills)
@@ -211,23 +220,47 @@ echo "$d" >"$cpuset/tasks"
 # --- release moves the thread back out ---
 check "release a" "$edfctl" release -p "$a"
 check "a is back in the root cpuset, on every CPU, SCHED_OTHER" test "$(cat /proc/$a/cpuset) $(allowed "$a") $(policy "$a")" = "/ 0-1 SCHED_OTHER"
+
+# --- a partition made invalid from outside: its reservation moves where the test passes ---
+echo 0 >"$cpuset/edfd-partitions/rt1/cpuset.sched_load_balance"
+for _ in $(seq 100); do [ "$(cpu_of "$idb")" = 0 ] && break; sleep 0.05; done
+check "a partition made invalid from outside is noticed: b moved to cpu0, where it fits" \
+        test "$(cpu_of "$idb") $(allowed "$b") $(policy "$b")" = "0 0 SCHED_DEADLINE|SCHED_RESET_ON_FORK"
+check "the move is logged with its reason" grep -q "Reservation $idb (thread $b) moved from cpu1 to cpu0: its partition is no longer valid" "$tmp/edfd.log"
+check "status names the invalid partition" grep -q "Note: partition rt1 (cpu1) is invalid: its sched_load_balance is 0" <<<"$("$edfctl" status)"
+out=$("$edfctl" admit -g rt -T 1ms -P 10ms -p "$d" 2>&1); rc=$?
+check "nothing is placed on an invalid partition (a 10% request goes where b is)" test "$rc $(cpu_of "$out" 2>/dev/null)" = "0 0"
+"$edfctl" release -p "$d" >/dev/null
+echo 1 >"$cpuset/edfd-partitions/rt1/cpuset.sched_load_balance"
+for _ in $(seq 100); do "$edfctl" status | grep -q "Note: partition rt1" || break; sleep 0.05; done
+check "the partition is used again once it is valid" test -z "$("$edfctl" status | grep "Note: partition rt1")"
+
 idc=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$c" 2>"$tmp/err") || not_ok "admit c after the release" "$(cat "$tmp/err")"
-check "c takes the CPU a left" test "$(cpu_of "$idc")" = 0
+check "c takes the CPU b left" test "$(cpu_of "$idc")" = 1
 
 # --- restart and kill -9 keep every placement ---
 stop_edfd TERM
 start_edfd "$tmp/partitioned.yaml" || exit 1
-check "after a restart, b is still on cpu1 and c on cpu0" test "$(cpu_of "$idb") $(cpu_of "$idc")" = "1 0"
+check "after a restart, b is still on cpu0 and c on cpu1" test "$(cpu_of "$idb") $(cpu_of "$idc")" = "0 1"
 stop_edfd KILL
-check "after kill -9 the threads keep running where they were" test "$(allowed "$b") $(allowed "$c") $(policy "$b")" = "1 0 SCHED_DEADLINE|SCHED_RESET_ON_FORK"
+check "after kill -9 the threads keep running where they were" test "$(allowed "$b") $(allowed "$c") $(policy "$b")" = "0 1 SCHED_DEADLINE|SCHED_RESET_ON_FORK"
 start_edfd "$tmp/partitioned.yaml" || exit 1
-check "after kill -9 and a restart, the placements are re-adopted" test "$(cpu_of "$idb") $(cpu_of "$idc")" = "1 0"
+check "after kill -9 and a restart, the placements are re-adopted" test "$(cpu_of "$idb") $(cpu_of "$idc")" = "0 1"
 out=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$a" 2>&1); rc=$?
 check "and the books still refuse a third 58%" grep -q "no CPU can take 58%" <<<"$out"
 
+# --- an invalid partition whose reservation fits nowhere else: released, with the reason ---
+echo 0 >"$cpuset/edfd-partitions/rt1/cpuset.sched_load_balance"
+for _ in $(seq 100); do [ "$(policy "$c")" = SCHED_OTHER ] && break; sleep 0.05; done
+check "c, which fits no other CPU, is released when its partition turns invalid" \
+        test "$(policy "$c") $(cat /proc/$c/cpuset)" = "SCHED_OTHER /"
+check "the release is logged with its reason" \
+        grep -q "Reservation $idc (thread $c) released: its partition (cpu1) is no longer valid and no other CPU can take it" "$tmp/edfd.log"
+echo 1 >"$cpuset/edfd-partitions/rt1/cpuset.sched_load_balance"
+for _ in $(seq 100); do "$edfctl" status | grep -q "Note: partition rt1" || break; sleep 0.05; done
+
 # --- a global group where the partitions take every CPU ---
 check "release everything" "$edfctl" release -p "$b"
-check "release c" "$edfctl" release -p "$c"
 stop_edfd TERM
 start_edfd "$tmp/global-on-partitions.yaml" || exit 1
 out=$("$edfctl" admit -g rt -T 1ms -P 10ms -p "$a" 2>&1); rc=$?

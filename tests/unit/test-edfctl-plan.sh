@@ -93,6 +93,7 @@ fi
 printf 'runtime,period\n5,10ms\n' >"$tmp/bad.csv"
 expect "a bad file names the line and the problem" 2 '^edfctl: .*bad\.csv:2: runtime "5" has no unit' -- plan --cpus 1 "$tmp/bad.csv"
 expect "a missing file" 2 '^edfctl: cannot read .*/nope\.csv: No such file or directory$' -- plan "$tmp/nope.csv"
+expect "a directory" 2 '^edfctl: cannot read .*: Is a directory$' -- plan "$tmp"
 expect "no file" 2 'plan' -- plan
 expect "two files" 2 'plan' -- plan "$tmp/seed.csv" "$tmp/seed.csv"
 expect "--cpus 0" 2 'invalid CPU count "0": is not between 1 and 1024' -- plan --cpus 0 "$tmp/seed.csv"
