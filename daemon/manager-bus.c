@@ -167,6 +167,35 @@ static void admit_done(Manager *m, void *userdata, uint64_t id, const OpError *e
         sd_bus_message_unref(msg);
 }
 
+/* Who asks for an admission, and may they: the caller, the rate limit (counted once, before polkit
+ * is asked, so that a burst is cut short here), polkit's admit action, and its manage action for the
+ * move flag. Returns 1 to go on (with *ret_caller and *ret_may_move), 0 when polkit's answer is
+ * awaited (the call comes again through handler), or a negative errno / the error reply. */
+static int authorize_admission(Manager *m, sd_bus_message *msg, uint64_t flags, const char *what,
+                               sd_bus_message_handler_t handler, Caller *ret_caller, bool *ret_may_move,
+                               sd_bus_error *ret_error) {
+        OpError e = {};
+        int r;
+
+        r = caller_of(m, msg, ret_caller, ret_error);
+        if (r < 0)
+                return r;
+        if (!authz_polkit_known(&m->bus_half->polkit, msg) && manager_rate_check(m, ret_caller, &e) < 0)
+                return reply_error(ret_error, &e);
+        r = authorize(m, msg, ret_caller, ACTION_ADMIT, what, handler, ret_error);
+        if (r <= 0)
+                return r;
+        *ret_may_move = false;
+        if (flags & EDFD_ADMIT_MOVE) {
+                r = authorize(m, msg, ret_caller, ACTION_MANAGE, "moving a process into edfd's cgroups (flag 4)",
+                              handler, ret_error);
+                if (r <= 0)
+                        return r;
+                *ret_may_move = true;
+        }
+        return 1;
+}
+
 static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         Manager *m = userdata;
         uint32_t pid, tid;
@@ -183,22 +212,9 @@ static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_e
                                .flags = flags };
         if (manager_admit_check_args(&req, &e) < 0)
                 return reply_error(ret_error, &e);
-        r = caller_of(m, msg, &req.caller, ret_error);
-        if (r < 0)
-                return r;
-        /* Count the request once, before polkit is asked: a burst is cut short here. */
-        if (!authz_polkit_known(&m->bus_half->polkit, msg) && manager_rate_check(m, &req.caller, &e) < 0)
-                return reply_error(ret_error, &e);
-        r = authorize(m, msg, &req.caller, ACTION_ADMIT, "admission", method_admit, ret_error);
+        r = authorize_admission(m, msg, flags, "admission", method_admit, &req.caller, &req.may_move, ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;
-        if (flags & EDFD_ADMIT_MOVE) {
-                r = authorize(m, msg, &req.caller, ACTION_MANAGE, "moving a process into edfd's cgroups (flag 4)",
-                              method_admit, ret_error);
-                if (r <= 0)
-                        return r < 0 ? r : 1;
-                req.may_move = true;
-        }
         req.done = admit_done;
         req.done_userdata = sd_bus_message_ref(msg);
         r = manager_admit(m, &req, &id, &e);
@@ -230,21 +246,10 @@ static int method_admit_split(sd_bus_message *msg, void *userdata, sd_bus_error 
                 return reply_error(ret_error, &e);
         req = (SplitRequest) { .pid = pid, .tid1 = tid1, .tid2 = tid2, .group = group,
                                .params = { runtime, deadline, period }, .flags = flags };
-        r = caller_of(m, msg, &req.caller, ret_error);
-        if (r < 0)
-                return r;
-        if (!authz_polkit_known(&m->bus_half->polkit, msg) && manager_rate_check(m, &req.caller, &e) < 0)
-                return reply_error(ret_error, &e);
-        r = authorize(m, msg, &req.caller, ACTION_ADMIT, "a split admission", method_admit_split, ret_error);
+        r = authorize_admission(m, msg, flags, "a split admission", method_admit_split, &req.caller, &req.may_move,
+                                ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;
-        if (flags & EDFD_ADMIT_MOVE) {
-                r = authorize(m, msg, &req.caller, ACTION_MANAGE, "moving a process into edfd's cgroups (flag 4)",
-                              method_admit_split, ret_error);
-                if (r <= 0)
-                        return r < 0 ? r : 1;
-                req.may_move = true;
-        }
         if (manager_admit_split(m, &req, &res, &e) < 0)
                 return reply_error(ret_error, &e);
         /* Stage 1's deadline and stage 2's release offset are both runtime1; stage 2's deadline is

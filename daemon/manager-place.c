@@ -256,6 +256,20 @@ fail:
         return r;
 }
 
+static void views_free(const Manager *m, PlaceCpu *cpus, DlParams **sets) {
+        for (size_t i = 0; sets && i < m->place.n_cpus; i++)
+                free(sets[i]);
+        free(sets);
+        free(cpus);
+}
+
+/* The refusal of a partitioned request where no partition is made. Returns -1. */
+static int refuse_unavailable(Manager *m, const Group *g, OpError *e) {
+        op_fail(e, OP_REFUSED, "%s: placement is partitioned, but %s", g->path, m->place.unavailable ?: "no partition is made");
+        e->refusal.outcome = ADMIT_OVER_BUDGET; /* an admission refused: OverBudget on the bus */
+        return -1;
+}
+
 int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *forced_cpu, bool *ret_partitioned,
                  uint32_t *ret_cpu, OpError *e) {
         _cleanup_free_ EdfVerdict *verdicts = NULL;
@@ -275,12 +289,8 @@ int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *
                 e->refusal.outcome = ADMIT_OVER_BUDGET;
                 return -1;
         }
-        if (!m->place.active) {
-                op_fail(e, OP_REFUSED, "%s: placement is partitioned, but %s", g->path,
-                        m->place.unavailable ?: "no partition is made");
-                e->refusal.outcome = ADMIT_OVER_BUDGET; /* an admission refused: OverBudget on the bus */
-                return -1;
-        }
+        if (!m->place.active)
+                return refuse_unavailable(m, g, e);
         r = cpu_views(m, &cpus, &sets, &nv);
         if (r < 0)
                 return op_errno(e, r, "placement");
@@ -318,10 +328,7 @@ int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *
                 e->refusal.outcome = ADMIT_OVER_BUDGET;
         } else
                 op_errno(e, r, "placement");
-        for (size_t i = 0; i < m->place.n_cpus; i++)
-                free(sets[i]);
-        free(sets);
-        free(cpus);
+        views_free(m, cpus, sets);
         return r == 0 ? 0 : -1;
 }
 
@@ -393,12 +400,8 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
         }
         if (!place_partitioned(m, g))
                 return op_fail(e, OP_INVALID, "%s: a split reservation needs a group of partitioned placement", g->path);
-        if (!m->place.active) {
-                op_fail(e, OP_REFUSED, "%s: placement is partitioned, but %s", g->path,
-                        m->place.unavailable ?: "no partition is made");
-                e->refusal.outcome = ADMIT_OVER_BUDGET;
-                return -1;
-        }
+        if (!m->place.active)
+                return refuse_unavailable(m, g, e);
         if (req->tid1 == req->tid2 || req->tid1 == 0 || req->tid2 == 0)
                 return op_fail(e, OP_INVALID, "a split needs two different threads, one for each stage");
         o = dl_params_check(&p, &capacity_kernel(m->capacity)->limits);
@@ -414,10 +417,7 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
                 sp.index_a = cpus[sp.index_a].id;
                 sp.index_b = cpus[sp.index_b].id;
         }
-        for (size_t i = 0; i < m->place.n_cpus; i++)
-                free(sets[i]);
-        free(sets);
-        free(cpus);
+        views_free(m, cpus, sets);
         if (r == -ENOSPC) {
                 char bw[DURATION_MAX];
                 uint64_t need = 0;
@@ -474,10 +474,7 @@ int place_loads(Manager *m, PlaceLoad **ret, size_t *ret_n) {
                                          .capacity = place_left(&cpus[i], 0), .allocated = v.bw_total,
                                          .reservations = (uint32_t) cpus[i].n_tasks };
         }
-        for (size_t i = 0; i < m->place.n_cpus; i++)
-                free(sets[i]);
-        free(sets);
-        free(cpus);
+        views_free(m, cpus, sets);
         if (!loads)
                 return -ENOMEM;
         *ret = loads;
@@ -525,10 +522,7 @@ static void evacuate(Manager *m, Reservation *res) {
                         manager_bus_emit_changed(m, res, "partition");
                 }
         }
-        for (size_t i = 0; sets && i < m->place.n_cpus; i++)
-                free(sets[i]);
-        free(sets);
-        free(cpus);
+        views_free(m, cpus, sets);
         if (r == 0)
                 return;
         log_warning("Reservation %" PRIu64 " (thread %" PRIu32 ") released: its partition (cpu%" PRIu32 ") is no longer "
