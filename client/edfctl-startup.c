@@ -135,7 +135,7 @@ int admit_command_after_startup(char **command, uint64_t bound_ns, const char *g
         }
 
         if (wait_first_sleep(pid, bound_ns / 1000)) {
-                ex = admit_one((uint32_t) pid, (uint32_t) pid, group, p, flags, false, NULL);
+                ex = admit_one((uint32_t) pid, (uint32_t) pid, group, p, flags, NULL);
                 if (ex != EDFCTL_EXIT_OK) {
                         /* Refused: the command ran its start-up only. */
                         (void) kill(pid, SIGKILL);

@@ -4,9 +4,8 @@
  * tree and tables for people, or as one JSON document for scripts (json-c; numbers in ns and in
  * fractions of a CPU, which are exact in a double because the bus unit is 2^-20).
  *
- * The calls a snapshot needs (ListGroups, ListReservations, GetAll) are sent at once and their
- * replies collected afterwards: one round trip instead of three, and the three answers describe
- * the same moment unless something happened in the few microseconds between them. */
+ * The snapshot is libedfd's (edfd_snapshot_fetch(): the calls it needs sent at once, one round
+ * trip, the answers describing one moment); edfctl copies it into rows it can sort and print. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -18,17 +17,16 @@
 
 #include "core/bandwidth.h"
 #include "core/duration.h"
-#include "basic/strv.h"
 #include "edfctl.h"
 #include "shared/protocol.h"
 
 typedef struct GroupRow {
-        const char *path;          /* points into the reply */
+        const char *path;          /* points into the snapshot */
         uint64_t runtime, period, bw, allocated;
         uint32_t n_reservations, n_groups;
         const char *cgroup, *fork, *threads;
         int anyone;                /* anyone may use it; else users (none: nobody but root) */
-        char **users;              /* owned */
+        const char *const *users;
         int dynamic, overridden;
         uint64_t min_split_runtime;
         unsigned depth;
@@ -37,7 +35,7 @@ typedef struct GroupRow {
 typedef struct ReservationRow {
         uint64_t id;
         uint32_t pid, tid;
-        const char *group;         /* points into the reply */
+        const char *group;         /* points into the snapshot */
         uint64_t runtime, deadline, period, bw, flags, split_from, donated;
         uint32_t uid;
         uint32_t cpu;              /* partitioned placement: its CPU; RESERVATION_GLOBAL: global */
@@ -54,22 +52,15 @@ typedef struct Props {
         uint64_t events_seen, events_lost, resyncs, unseen_children;
 } Props;
 
-enum {
-        CALL_GROUPS,
-        CALL_RESERVATIONS,
-        CALL_PROPERTIES,
-        CALL_PARTITIONS,
-        _CALL_MAX,
-};
-
 typedef struct PartitionRow {
-        const char *name;          /* points into the reply */
+        const char *name;          /* points into the snapshot */
         uint32_t cpu, reservations;
         uint64_t capacity, allocated;
 } PartitionRow;
 
+/* libedfd's snapshot (one round trip for all the calls), and its rows as edfctl prints them. */
 typedef struct Snapshot {
-        sd_bus_message *replies[_CALL_MAX];
+        edfd_snapshot *snapshot;
         GroupRow *groups;
         size_t n_groups;
         ReservationRow *reservations;
@@ -82,74 +73,10 @@ typedef struct Snapshot {
 } Snapshot;
 
 static void snapshot_done(Snapshot *s) {
-        for (size_t i = 0; i < _CALL_MAX; i++)
-                sd_bus_message_unref(s->replies[i]);
-        for (size_t i = 0; i < s->n_groups; i++)
-                strv_free(s->groups[i].users);
         free(s->groups);
         free(s->reservations);
         free(s->partitions);
-}
-
-static const char *const call_names[_CALL_MAX] = {
-        [CALL_GROUPS] = "ListGroups",
-        [CALL_RESERVATIONS] = "ListReservations",
-        [CALL_PROPERTIES] = "GetAll",
-        [CALL_PARTITIONS] = "ListPartitions",
-};
-
-static int on_reply(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
-        sd_bus_message **slot = userdata;
-
-        *slot = sd_bus_message_ref(m);
-        return 0;
-}
-
-/* Send the calls in `want` at once, then wait for all their replies. Returns an EdfctlExit. */
-static int snapshot_fetch(sd_bus *bus, Snapshot *s, unsigned want) {
-        int r;
-
-        for (size_t i = 0; i < _CALL_MAX; i++) {
-                if (!(want & (1u << i)))
-                        continue;
-                if (i == CALL_PROPERTIES)
-                        r = sd_bus_call_method_async(bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH,
-                                                     "org.freedesktop.DBus.Properties", "GetAll", on_reply,
-                                                     &s->replies[i], "s", EDFD_BUS_INTERFACE);
-                else
-                        r = sd_bus_call_method_async(bus, NULL, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE,
-                                                     call_names[i], on_reply, &s->replies[i], NULL);
-                if (r < 0)
-                        return bus_call_failed(NULL, r, call_names[i]);
-        }
-
-        for (;;) {
-                bool pending = false;
-
-                for (size_t i = 0; i < _CALL_MAX; i++)
-                        if ((want & (1u << i)) && !s->replies[i])
-                                pending = true;
-                if (!pending)
-                        break;
-                r = sd_bus_process(bus, NULL);
-                if (r < 0)
-                        return bus_call_failed(NULL, r, "the query");
-                if (r > 0)
-                        continue;
-                r = sd_bus_wait(bus, UINT64_MAX);
-                if (r < 0)
-                        return bus_call_failed(NULL, r, "the query");
-        }
-
-        for (size_t i = 0; i < _CALL_MAX; i++) {
-                sd_bus_message *m = s->replies[i];
-                if (i == CALL_PARTITIONS && m && sd_bus_message_is_method_error(m, SD_BUS_ERROR_UNKNOWN_METHOD))
-                        continue; /* an edfd from before partitions: none */
-                if (m && sd_bus_message_is_method_error(m, NULL))
-                        return bus_call_failed(sd_bus_message_get_error(m), -sd_bus_message_get_errno(m),
-                                               call_names[i]);
-        }
-        return EDFCTL_EXIT_OK;
+        edfd_snapshot_free(s->snapshot);
 }
 
 /* Group paths in pre-order: "/" first, a parent before its children, '/' sorting before every
@@ -178,179 +105,91 @@ static unsigned path_depth(const char *path) {
         return d;
 }
 
-/* One known key of an a{sv}: its name, its type, where it goes (an offset into a struct). */
-typedef struct DictField {
-        const char *name;
-        char type;
-        size_t offset;
-} DictField;
+/* The snapshot's rows, in the order they are printed. Returns 0 or -ENOMEM. */
+static int snapshot_rows(Snapshot *s) {
+        const edfd_snapshot *x = s->snapshot;
 
-/* Read an a{sv} into the struct at base: the keys of map with the type map gives are stored, every
- * other key (or type) is skipped, so that edfd can add keys without breaking this client. */
-static int read_dict(sd_bus_message *m, const DictField *map, size_t n_map, void *base) {
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "{sv}");
-        if (r < 0)
-                return r;
-        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
-                const char *name, *contents;
-                bool done = false;
-                char type;
-
-                r = sd_bus_message_read(m, "s", &name);
-                if (r < 0)
-                        return r;
-                r = sd_bus_message_peek_type(m, &type, &contents);
-                if (r < 0)
-                        return r;
-                for (size_t i = 0; i < n_map && !done; i++) {
-                        char sig[2] = { map[i].type, '\0' };
-                        if (strcmp(name, map[i].name) != 0 || strcmp(contents, sig) != 0)
-                                continue;
-                        r = sd_bus_message_read(m, "v", sig, (char *) base + map[i].offset);
-                        if (r < 0)
-                                return r;
-                        done = true;
-                }
-                if (!done) {
-                        r = sd_bus_message_skip(m, "v");
-                        if (r < 0)
-                                return r;
-                }
-                r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
+        s->n_groups = edfd_snapshot_n_groups(x);
+        s->n_reservations = edfd_snapshot_n_reservations(x);
+        s->n_partitions = edfd_snapshot_n_partitions(x);
+        s->groups = calloc(MAX(s->n_groups, (size_t) 1), sizeof *s->groups);
+        s->reservations = calloc(MAX(s->n_reservations, (size_t) 1), sizeof *s->reservations);
+        s->partitions = calloc(MAX(s->n_partitions, (size_t) 1), sizeof *s->partitions);
+        if (!s->groups || !s->reservations || !s->partitions)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_groups; i++) {
+                const edfd_group *g = edfd_snapshot_group(x, i);
+                s->groups[i] = (GroupRow) {
+                        .path = edfd_group_path(g),
+                        .runtime = edfd_group_runtime(g),
+                        .period = edfd_group_period(g),
+                        .bw = edfd_group_bandwidth(g),
+                        .allocated = edfd_group_allocated(g),
+                        .n_reservations = edfd_group_n_reservations(g),
+                        .n_groups = edfd_group_n_groups(g),
+                        .cgroup = edfd_group_cgroup(g),
+                        .fork = edfd_group_fork(g),
+                        .threads = edfd_group_threads(g),
+                        .anyone = edfd_group_anyone(g),
+                        .users = edfd_group_users(g),
+                        .dynamic = edfd_group_dynamic(g),
+                        .overridden = edfd_group_overridden(g),
+                        .min_split_runtime = edfd_group_min_split_runtime(g),
+                        .depth = path_depth(edfd_group_path(g)),
+                };
         }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-static int read_group(sd_bus_message *m, GroupRow *g) {
-        static const DictField extra[] = {
-                { "min_split_runtime", 't', offsetof(GroupRow, min_split_runtime) },
-                { "overridden", 'b', offsetof(GroupRow, overridden) },
-        };
-        int r;
-
-        *g = (GroupRow) {};
-        r = sd_bus_message_enter_container(m, 'r', EDFD_GROUP_ENTRY);
-        if (r <= 0)
-                return r;
-        r = sd_bus_message_read(m, "sttttuusssb", &g->path, &g->runtime, &g->period, &g->bw, &g->allocated,
-                                &g->n_reservations, &g->n_groups, &g->cgroup, &g->fork, &g->threads, &g->anyone);
-        if (r >= 0)
-                r = sd_bus_message_read_strv(m, &g->users);
-        if (r >= 0)
-                r = sd_bus_message_read(m, "b", &g->dynamic);
-        if (r >= 0)
-                r = read_dict(m, extra, ELEMENTSOF(extra), g);
-        if (r >= 0)
-                r = sd_bus_message_exit_container(m);
-        if (r < 0) {
-                g->users = strv_free(g->users);
-                return r;
-        }
-        return 1;
-}
-
-static int parse_groups(Snapshot *s) {
-        sd_bus_message *m = s->replies[CALL_GROUPS];
-        GroupRow g = {};
-        size_t allocated = 0;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "(" EDFD_GROUP_ENTRY ")");
-        if (r < 0)
-                return r;
-        while ((r = read_group(m, &g)) > 0) {
-                if (s->n_groups == allocated) {
-                        size_t k = allocated ? allocated * 2 : 16;
-                        GroupRow *n = reallocarray(s->groups, k, sizeof *n);
-                        if (!n) {
-                                strv_free(g.users);
-                                return -ENOMEM;
-                        }
-                        s->groups = n;
-                        allocated = k;
-                }
-                g.depth = path_depth(g.path);
-                s->groups[s->n_groups++] = g;
-        }
-        if (r < 0)
-                return r;
         if (s->n_groups > 0)
                 qsort(s->groups, s->n_groups, sizeof *s->groups, group_row_compare);
-        return sd_bus_message_exit_container(m);
-}
-
-static int read_reservation(sd_bus_message *m, ReservationRow *v) {
-        static const DictField extra[] = {
-                { "donated", 't', offsetof(ReservationRow, donated) },
-                { "cpu", 'u', offsetof(ReservationRow, cpu) },
-        };
-        int r;
-
-        *v = (ReservationRow) { .cpu = RESERVATION_GLOBAL };
-        r = sd_bus_message_enter_container(m, 'r', EDFD_RESERVATION_ENTRY);
-        if (r <= 0)
-                return r;
-        r = sd_bus_message_read(m, "tuusttttttu", &v->id, &v->pid, &v->tid, &v->group, &v->runtime, &v->deadline,
-                                &v->period, &v->bw, &v->flags, &v->split_from, &v->uid);
-        if (r >= 0)
-                r = read_dict(m, extra, ELEMENTSOF(extra), v);
-        if (r >= 0)
-                r = sd_bus_message_exit_container(m);
-        return r < 0 ? r : 1;
-}
-
-static int parse_reservations(Snapshot *s) {
-        sd_bus_message *m = s->replies[CALL_RESERVATIONS];
-        ReservationRow v = {};
-        size_t allocated = 0;
-        int r;
-
-        r = sd_bus_message_enter_container(m, 'a', "(" EDFD_RESERVATION_ENTRY ")");
-        if (r < 0)
-                return r;
-        while ((r = read_reservation(m, &v)) > 0) {
-                if (s->n_reservations == allocated) {
-                        size_t k = allocated ? allocated * 2 : 16;
-                        ReservationRow *n = reallocarray(s->reservations, k, sizeof *n);
-                        if (!n)
-                                return -ENOMEM;
-                        s->reservations = n;
-                        allocated = k;
-                }
-                if (proc_thread_comm(v.pid, v.tid, v.comm) < 0)
-                        v.comm[0] = '\0';
-                s->reservations[s->n_reservations++] = v;
+        for (size_t i = 0; i < s->n_reservations; i++) {
+                const edfd_reservation *v = edfd_snapshot_reservation(x, i);
+                ReservationRow *w = &s->reservations[i];
+                int cpu = edfd_reservation_cpu(v);
+                *w = (ReservationRow) {
+                        .id = edfd_reservation_id(v),
+                        .pid = (uint32_t) edfd_reservation_pid(v),
+                        .tid = (uint32_t) edfd_reservation_tid(v),
+                        .group = edfd_reservation_group(v),
+                        .runtime = edfd_reservation_runtime(v),
+                        .deadline = edfd_reservation_deadline(v),
+                        .period = edfd_reservation_period(v),
+                        .bw = edfd_reservation_bandwidth(v),
+                        .flags = edfd_reservation_flags(v),
+                        .split_from = edfd_reservation_split_from(v),
+                        .donated = edfd_reservation_donated(v),
+                        .uid = (uint32_t) edfd_reservation_uid(v),
+                        .cpu = cpu < 0 ? RESERVATION_GLOBAL : (uint32_t) cpu,
+                };
+                if (proc_thread_comm(w->pid, w->tid, w->comm) < 0)
+                        w->comm[0] = '\0';
         }
-        if (r < 0)
-                return r;
-        return sd_bus_message_exit_container(m);
-}
-
-static int parse_properties(Snapshot *s) {
-        static const DictField map[] = {
-                { "Version", 's', offsetof(Props, version) },
-                { "Capacity", 't', offsetof(Props, capacity) },
-                { "Allocated", 't', offsetof(Props, allocated) },
-                { "Unmanaged", 't', offsetof(Props, unmanaged) },
-                { "KernelCapacity", 't', offsetof(Props, kernel_capacity) },
-                { "KernelAdmission", 'b', offsetof(Props, kernel_admission) },
-                { "Overcommitted", 'b', offsetof(Props, overcommitted) },
-                { "Reservations", 'u', offsetof(Props, n_reservations) },
-                { "Groups", 'u', offsetof(Props, n_groups) },
-                { "EventsSeen", 't', offsetof(Props, events_seen) },
-                { "EventsLost", 't', offsetof(Props, events_lost) },
-                { "Resyncs", 't', offsetof(Props, resyncs) },
-                { "UnseenChildren", 't', offsetof(Props, unseen_children) },
+        for (size_t i = 0; i < s->n_partitions; i++) {
+                const edfd_partition *v = edfd_snapshot_partition(x, i);
+                s->partitions[i] = (PartitionRow) {
+                        .name = edfd_partition_name(v),
+                        .cpu = edfd_partition_cpu(v),
+                        .reservations = edfd_partition_n_reservations(v),
+                        .capacity = edfd_partition_capacity(v),
+                        .allocated = edfd_partition_allocated(v),
+                };
+        }
+        s->have_partitions = edfd_snapshot_has_partitions(x);
+        s->placement_note = edfd_snapshot_placement_note(x);
+        s->props = (Props) {
+                .version = edfd_status_version(x),
+                .capacity = edfd_status_capacity(x),
+                .allocated = edfd_status_allocated(x),
+                .unmanaged = edfd_status_unmanaged(x),
+                .kernel_capacity = edfd_status_kernel_capacity(x),
+                .kernel_admission = edfd_status_kernel_admission(x),
+                .overcommitted = edfd_status_overcommitted(x),
+                .n_reservations = edfd_status_n_reservations(x),
+                .n_groups = edfd_status_n_groups(x),
+                .events_seen = edfd_status_events_seen(x),
+                .events_lost = edfd_status_events_lost(x),
+                .resyncs = edfd_status_resyncs(x),
+                .unseen_children = edfd_status_unseen_children(x),
         };
-
-        s->props.version = "";
-        return read_dict(s->replies[CALL_PROPERTIES], map, ELEMENTSOF(map), &s->props);
+        return 0;
 }
 
 /* --- human output --- */
@@ -410,47 +249,6 @@ static int reservation_lines(const Snapshot *s, Table *t) {
                         r = r ?: table_add(t, "%s", "");
         }
         return r;
-}
-
-static int parse_partitions(Snapshot *s) {
-        sd_bus_message *m = s->replies[CALL_PARTITIONS];
-        size_t allocated = 0;
-        int r;
-
-        if (sd_bus_message_is_method_error(m, NULL))
-                return 0;
-        r = sd_bus_message_read(m, "s", &s->placement_note);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_enter_container(m, 'a', "(" EDFD_PARTITION_ENTRY ")");
-        if (r < 0)
-                return r;
-        for (;;) {
-                PartitionRow v = {};
-                r = sd_bus_message_enter_container(m, 'r', EDFD_PARTITION_ENTRY);
-                if (r <= 0)
-                        break;
-                r = sd_bus_message_read(m, "suttu", &v.name, &v.cpu, &v.capacity, &v.allocated, &v.reservations);
-                if (r >= 0)
-                        r = sd_bus_message_skip(m, "a{sv}");
-                if (r >= 0)
-                        r = sd_bus_message_exit_container(m);
-                if (r < 0)
-                        return r;
-                if (s->n_partitions == allocated) {
-                        size_t k = allocated ? allocated * 2 : 8;
-                        PartitionRow *n = reallocarray(s->partitions, k, sizeof *n);
-                        if (!n)
-                                return -ENOMEM;
-                        s->partitions = n;
-                        allocated = k;
-                }
-                s->partitions[s->n_partitions++] = v;
-        }
-        if (r < 0)
-                return r;
-        s->have_partitions = true;
-        return sd_bus_message_exit_container(m);
 }
 
 /* Print "LABEL: text" wrapped at 80 columns, continuation lines under the text. */
@@ -651,7 +449,7 @@ static int json_users(const GroupRow *g, json_object **ret) {
         a = json_object_new_array();
         if (!a)
                 return -ENOMEM;
-        for (char **u = g->users; u && *u; u++)
+        for (const char *const *u = g->users; u && *u; u++)
                 if (json_object_array_add(a, json_object_new_string(*u)) < 0) {
                         json_object_put(a);
                         return -ENOMEM;
@@ -817,29 +615,22 @@ static int json_status(const Snapshot *s, json_object **ret) {
 /* --- the verbs --- */
 
 static int snapshot_run(const Args *a, unsigned want, bool status) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(edfd_closep) edfd *e = NULL;
         Snapshot s = {};
         json_object *o = NULL;
         int r, ex;
 
-        ex = bus_connect(&bus);
+        ex = edfctl_connect(&e);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
-        ex = snapshot_fetch(bus, &s, want);
-        if (ex != EDFCTL_EXIT_OK)
+        r = edfd_snapshot_fetch(e, want, &s.snapshot);
+        if (r < 0)
+                return edfctl_failed(e, r, "the query");
+        r = snapshot_rows(&s);
+        if (r < 0) {
+                fprintf(stderr, "edfctl: %s\n", strerror(-r));
+                ex = EDFCTL_EXIT_FAILED;
                 goto finish;
-
-        for (size_t i = 0; i < _CALL_MAX; i++) {
-                if (!s.replies[i])
-                        continue;
-                r = i == CALL_GROUPS         ? parse_groups(&s)
-                    : i == CALL_RESERVATIONS ? parse_reservations(&s)
-                    : i == CALL_PARTITIONS   ? parse_partitions(&s)
-                                             : parse_properties(&s);
-                if (r < 0) {
-                        ex = bus_parse_failed(r, call_names[i]);
-                        goto finish;
-                }
         }
 
         if (a->given & ARG_JSON) {
@@ -863,10 +654,9 @@ finish:
 }
 
 int verb_status(const Args *a) {
-        return snapshot_run(a, (1u << CALL_GROUPS) | (1u << CALL_RESERVATIONS) | (1u << CALL_PROPERTIES) |
-                                       (1u << CALL_PARTITIONS), true);
+        return snapshot_run(a, EDFD_SNAPSHOT_ALL, true);
 }
 
 int verb_list(const Args *a) {
-        return snapshot_run(a, 1u << CALL_RESERVATIONS, false);
+        return snapshot_run(a, EDFD_SNAPSHOT_RESERVATIONS, false);
 }

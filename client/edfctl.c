@@ -278,56 +278,70 @@ static int admit_params(const Args *a, DlParams *ret) {
         return EDFCTL_EXIT_OK;
 }
 
+/* A libedfd request for pid/tid with p's times, group and flags. Returns 0 or -ENOMEM. */
+static int request_make(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags,
+                        edfd_request **ret) {
+        edfd_request *q = NULL;
+        int r;
+
+        r = edfd_request_new(&q);
+        r = r ?: edfd_request_set_runtime(q, p->runtime);
+        r = r ?: edfd_request_set_deadline(q, p->deadline);
+        r = r ?: edfd_request_set_period(q, p->period);
+        r = r ?: edfd_request_set_group(q, group);
+        r = r ?: edfd_request_set_flags(q, flags);
+        r = r ?: edfd_request_set_thread(q, (pid_t) pid, (pid_t) tid);
+        if (r < 0) {
+                edfd_request_free(q);
+                fprintf(stderr, "edfctl: cannot make the request: %s\n", strerror(-r));
+                return r;
+        }
+        *ret = q;
+        return 0;
+}
+
 /* admit --split: AdmitSplit, then both stages, one line each. */
 static int admit_split(uint32_t pid, uint32_t tid1, uint32_t tid2, const char *group, const DlParams *p, uint64_t flags) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(edfd_closep) edfd *e = NULL;
+        _cleanup_(edfd_request_freep) edfd_request *q = NULL;
+        _cleanup_(edfd_split_freep) edfd_split *s = NULL;
         char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX], d[DURATION_MAX];
-        uint64_t id1, r1, id2, r2;
-        uint32_t cpu1, cpu2;
+        uint64_t r1;
         int r, ex;
 
-        ex = bus_connect(&bus);
+        if (request_make(pid, tid1, group, p, flags, &q) < 0)
+                return EDFCTL_EXIT_FAILED;
+        ex = edfctl_connect(&e);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
-        ex = bus_call_edfd(bus, "AdmitSplit", &reply, "uuustttt", pid, tid1, tid2, group, p->runtime, p->deadline,
-                           p->period, flags);
-        if (ex != EDFCTL_EXIT_OK)
-                return ex;
-        r = sd_bus_message_read(reply, "ttuttu", &id1, &r1, &cpu1, &id2, &r2, &cpu2);
+        r = edfd_admit_split(e, q, (pid_t) tid2, &s);
         if (r < 0)
-                return bus_parse_failed(r, "AdmitSplit");
-        printf("%" PRIu64 " stage 1: %s within %s on cpu%" PRIu32 "\n", id1, duration_format(r1, a), duration_format(r1, b),
-               cpu1);
-        printf("%" PRIu64 " stage 2: %s within %s on cpu%" PRIu32 ", released %s after stage 1\n", id2, duration_format(r2, a),
-               duration_format((p->deadline ?: p->period) - r1, c), cpu2, duration_format(r1, d));
+                return edfctl_failed(e, r, "AdmitSplit");
+        r1 = edfd_split_runtime(s, 1);
+        printf("%" PRIu64 " stage 1: %s within %s on cpu%u\n", edfd_split_id(s, 1), duration_format(r1, a),
+               duration_format(r1, b), edfd_split_cpu(s, 1));
+        printf("%" PRIu64 " stage 2: %s within %s on cpu%u, released %s after stage 1\n", edfd_split_id(s, 2),
+               duration_format(edfd_split_runtime(s, 2), a), duration_format((p->deadline ?: p->period) - r1, c),
+               edfd_split_cpu(s, 2), duration_format(r1, d));
         return EDFCTL_EXIT_OK;
 }
 
-int admit_one(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags, bool awake,
-              uint64_t *ret_id) {
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        sd_bus *bus = NULL;
+int admit_one(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags, uint64_t *ret_id) {
+        _cleanup_(edfd_request_freep) edfd_request *q = NULL;
+        edfd *e = NULL;
         uint64_t id = 0;
         int r, ex;
 
-        ex = bus_connect(&bus);
+        if (request_make(pid, tid, group, p, flags, &q) < 0)
+                return EDFCTL_EXIT_FAILED;
+        ex = edfctl_connect(&e);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
-        if (awake)
-                ex = bus_call_edfd_awake(bus, "Admit", &reply, "uustttt", pid, tid, group, p->runtime, p->deadline,
-                                         p->period, flags);
-        else
-                ex = bus_call_edfd(bus, "Admit", &reply, "uustttt", pid, tid, group, p->runtime, p->deadline, p->period,
-                                   flags);
-        if (ex == EDFCTL_EXIT_OK) {
-                r = sd_bus_message_read(reply, "t", &id);
-                if (r < 0)
-                        ex = bus_parse_failed(r, "Admit");
-        }
+        r = edfd_admit(e, q, &id);
+        if (r < 0)
+                ex = edfctl_failed(e, r, "Admit");
         /* Before an exec: the command must not inherit the connection. */
-        reply = sd_bus_message_unref(reply);
-        bus = sd_bus_flush_close_unref(bus);
+        edfd_close(e);
         if (ex == EDFCTL_EXIT_OK && ret_id)
                 *ret_id = id;
         return ex;
@@ -410,8 +424,8 @@ int verb_admit(const Args *a) {
         }
         if (a->command && (a->given & ARG_STARTUP))
                 return admit_command_after_startup(a->command, startup, group, &p, flags);
-        /* For a command: edfctl's own thread, which must stay runnable (see bus_call_edfd_awake()). */
-        ex = admit_one(pid, tid, group, &p, flags, a->command != NULL, &id);
+        /* For a command: edfctl's own thread, which libedfd keeps runnable while edfd answers. */
+        ex = admit_one(pid, tid, group, &p, flags, &id);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
 
@@ -428,11 +442,10 @@ int verb_admit(const Args *a) {
 /* --- release --- */
 
 int verb_release(const Args *a) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(edfd_closep) edfd *e = NULL;
         int targets = !!(a->given & ARG_TID) + !!(a->given & ARG_PID) + (a->n_positional > 0);
         const char *reason = NULL;
-        uint32_t n, pid = 0, tid = 0;
+        uint32_t pid = 0, tid = 0;
         uint64_t id = 0;
         int r, ex;
 
@@ -455,20 +468,18 @@ int verb_release(const Args *a) {
                         return ex;
         }
 
-        ex = bus_connect(&bus);
+        ex = edfctl_connect(&e);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
         if (id)
-                return bus_call_edfd(bus, "Release", NULL, "t", id);
-        if (tid)
-                return bus_call_edfd(bus, "ReleaseThread", NULL, "u", tid);
-        ex = bus_call_edfd(bus, "ReleaseProcess", &reply, "u", pid);
-        if (ex != EDFCTL_EXIT_OK)
-                return ex;
-        r = sd_bus_message_read(reply, "u", &n);
+                r = edfd_release(e, id);
+        else if (tid)
+                r = edfd_release_thread(e, (pid_t) tid);
+        else
+                r = edfd_release_process(e, (pid_t) pid);
         if (r < 0)
-                return bus_parse_failed(r, "ReleaseProcess");
-        if (n == 0) {
+                return edfctl_failed(e, r, id ? "Release" : tid ? "ReleaseThread" : "ReleaseProcess");
+        if (pid && r == 0) {
                 fprintf(stderr, "edfctl: process %" PRIu32 " holds no reservation\n", pid);
                 return EDFCTL_EXIT_FAILED;
         }
@@ -514,11 +525,11 @@ static int group_size(const Args *a, uint64_t *ret_runtime, uint64_t *ret_period
 }
 
 int verb_group(const Args *a) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        _cleanup_(edfd_closep) edfd *e = NULL;
         const char *path = a->positional[0];
         uint64_t runtime = 0, period = 0;
-        bool remove = strcmp(a->subverb, "remove") == 0;
-        int ex;
+        bool remove = strcmp(a->subverb, "remove") == 0, create = strcmp(a->subverb, "create") == 0;
+        int r, ex;
 
         if (*path == '\0')
                 return usage_invalid("group path", path, "is empty");
@@ -527,25 +538,28 @@ int verb_group(const Args *a) {
                 if (ex != EDFCTL_EXIT_OK)
                         return ex;
         }
-        ex = bus_connect(&bus);
+        ex = edfctl_connect(&e);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
-        if (remove)
-                return bus_call_edfd(bus, "RemoveGroup", NULL, "s", path);
-        return bus_call_edfd(bus, strcmp(a->subverb, "create") == 0 ? "CreateGroup" : "SetGroup", NULL, "stt", path,
-                             runtime, period);
+        r = remove ? edfd_group_remove(e, path)
+            : create ? edfd_group_create(e, path, runtime, period)
+                     : edfd_group_set(e, path, runtime, period);
+        if (r < 0)
+                return edfctl_failed(e, r, remove ? "RemoveGroup" : create ? "CreateGroup" : "SetGroup");
+        return EDFCTL_EXIT_OK;
 }
 
 /* --- reload --- */
 
 int verb_reload(const Args *a) {
-        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
-        int ex;
+        _cleanup_(edfd_closep) edfd *e = NULL;
+        int r, ex;
 
-        ex = bus_connect(&bus);
+        ex = edfctl_connect(&e);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
-        return bus_call_edfd(bus, "Reload", NULL, NULL);
+        r = edfd_reload(e);
+        return r < 0 ? edfctl_failed(e, r, "Reload") : EDFCTL_EXIT_OK;
 }
 
 /* --- the command line --- */

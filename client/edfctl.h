@@ -14,12 +14,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include <systemd/sd-bus.h>
 
 #include "basic/macro.h"
 #include "basic/parse.h"
 #include "core/duration.h"
 #include "core/params.h"
+#include "edfd/edfd.h"
 
 typedef enum EdfctlExit {
         EDFCTL_EXIT_OK = 0,
@@ -80,38 +80,27 @@ int verb_monitor(const Args *a);
 int verb_plan(const Args *a);
 
 /* Admit thread tid of process pid once (Admit over the bus, the connection closed after): the id
- * in *ret_id (may be NULL). awake: wait for the answer without sleeping (bus_call_edfd_awake()).
- * Returns an EdfctlExit, having printed why on failure. */
-int admit_one(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags, bool awake,
-              uint64_t *ret_id);
+ * in *ret_id (may be NULL). When tid is edfctl's own thread, libedfd waits for the answer without
+ * sleeping (edfd may move the thread to another CPU). Returns an EdfctlExit, having printed why on
+ * failure. */
+int admit_one(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags, uint64_t *ret_id);
 /* --- edfctl-startup.c --- */
 /* admit --startup BOUND -- COMMAND: fork, exec, admit the child when it first sleeps (or after
  * bound_ns), forward signals, wait; returns the command's exit status (or ends by its signal). */
 int admit_command_after_startup(char **command, uint64_t bound_ns, const char *group, const DlParams *p, uint64_t flags);
 
-/* --- edfctl-bus.c: the connection and the daemon's errors --- */
+/* --- edfctl-bus.c: the connection and the daemon's errors, on libedfd --- */
 
-/* Connect to the system bus (sd_bus_open_system(), which honours DBUS_SYSTEM_BUS_ADDRESS) and
- * register the edfd error map. Returns EDFCTL_EXIT_OK with the bus in *ret_bus, or prints why and
- * returns EDFCTL_EXIT_UNREACHABLE. No round trip happens here. */
-int bus_connect(sd_bus **ret_bus);
+/* edfd_open() (the system bus; DBUS_SYSTEM_BUS_ADDRESS honoured). Returns EDFCTL_EXIT_OK with the
+ * handle in *ret, or prints why and returns EDFCTL_EXIT_UNREACHABLE. No round trip happens here. */
+int edfctl_connect(edfd **ret);
 
-/* Print the reason a call failed (r < 0, error as returned by sd_bus_call()) and return the exit
- * status it means: the daemon's errors as "edfctl: admission refused: <daemon message>", edfd or
- * the bus unreachable as EDFCTL_EXIT_UNREACHABLE with a hint. what names the call for messages
- * that have no better context ("Admit"). */
-int bus_call_failed(const sd_bus_error *error, int r, const char *what);
-
-/* A reply that cannot be parsed: print and return EDFCTL_EXIT_FAILED. */
-int bus_parse_failed(int r, const char *what);
-
-/* Call method on edfd's object with the given signature and arguments; on failure print the reason
- * and return its exit status, else EDFCTL_EXIT_OK with the reply in *ret_reply (may be NULL). */
-int bus_call_edfd(sd_bus *bus, const char *method, sd_bus_message **ret_reply, const char *types, ...);
-/* The same, waiting for the reply without ever sleeping, so that the calling thread stays runnable:
- * for `admit -- COMMAND`, where edfd may move this very thread into a partition on another CPU, and
- * the kernel moves a sleeping thread only when it wakes (it could not admit it there before). */
-int bus_call_edfd_awake(sd_bus *bus, const char *method, sd_bus_message **ret_reply, const char *types, ...);
+/* Print why a libedfd call on e failed (r its negative errno; the D-Bus error name and message
+ * from edfd_error_name() and edfd_error_message()) and return the exit status it means: the
+ * daemon's errors as "edfctl: admission refused: <daemon message>", edfd or the bus unreachable as
+ * EDFCTL_EXIT_UNREACHABLE with a hint. what names the call for messages that have no better
+ * context ("Admit"). */
+int edfctl_failed(edfd *e, int r, const char *what);
 
 /* --- edfctl-parse.c: option values; pure, no I/O --- */
 
