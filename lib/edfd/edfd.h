@@ -108,10 +108,10 @@ int edfd_update(edfd *e, uint64_t id, uint64_t runtime, uint64_t deadline, uint6
 /* Give reservation id back. Returns 0 or negative errno (-ENXIO: no such reservation). */
 int edfd_release(edfd *e, uint64_t id);
 /* Give back the reservation of thread tid (0: the calling thread). Returns 0 or negative errno
- * (-ESRCH: the thread holds none). */
+ * (-ENXIO: the thread holds none). */
 int edfd_release_thread(edfd *e, pid_t tid);
 /* Give back every reservation of process pid (0: the calling process). Returns the number released
- * (0 when it held none), or negative errno. */
+ * (at least 1), or negative errno (-ENXIO: the process held none). */
 int edfd_release_process(edfd *e, pid_t pid);
 /* The end of a job: the rest of this period's runtime is given up and the thread sleeps until its
  * next period (sched_yield() of a SCHED_DEADLINE thread). Returns 0 or negative errno. */
