@@ -9,6 +9,7 @@
     check-docs.py dbus       MANDIR XML PROTOCOL_H DAEMON_DIR
     check-docs.py example    MANDIR XML
     check-docs.py live       MANDIR XML EDFD BUS_POLICY
+    check-docs.py library    MANDIR EDFD_H LIBEDFD_C DOCS_MESON
 
 Every check reads its facts from the sources of truth (edfctl --help, daemon/conf.c, protocol.h,
 manager-bus.c's introspection, the running daemon) and looks for them in the man pages as a reader
@@ -29,6 +30,10 @@ import time
 import xml.etree.ElementTree as ET
 
 PAGES = ["edfd.8", "edfctl.1", "edfd-trace.1", "edfd.yaml.5", "org.edfd.Admission1.5"]
+# libedfd(3) and one page per function group; every function of edfd/edfd.h is in one SYNOPSIS.
+LIBRARY_PAGES = ["libedfd.3", "edfd_open.3", "edfd_admit.3", "edfd_group_create.3", "edfd_snapshot_fetch.3",
+                 "edfd_subscribe.3"]
+PAGES += LIBRARY_PAGES
 
 
 class Tap:
@@ -164,7 +169,7 @@ def check_man_pages(mandir):
     need_tools("scdoc", "man")
     t = Tap()
     found = sorted(f[:-4] for f in os.listdir(mandir) if f.endswith(".scd"))
-    t.ok(found == sorted(PAGES), "docs/man holds exactly the five pages",
+    t.ok(found == sorted(PAGES), f"docs/man holds exactly the {len(PAGES)} pages",
          f"found {found}, expected {sorted(PAGES)}")
     with tempfile.TemporaryDirectory() as tmp:
         for page in PAGES:
@@ -191,11 +196,13 @@ def check_man_pages(mandir):
             p = Page(man_render(path, 160)[0])
             missing = [s for s in ("NAME", "DESCRIPTION", "SEE ALSO") if s not in p.sections]
             t.ok(not missing, f"{page}: has NAME, DESCRIPTION and SEE ALSO", f"missing: {missing}")
-            t.ok(p.section("NAME").strip().startswith(name + " - "),
-                 f"{page}: NAME starts with \"{name} - \"",
+            # A library page names its functions, its own first ("edfd_open, edfd_close - ...").
+            t.ok(re.match(re.escape(name) + (r"(,| - )" if section == "3" else " - "), p.section("NAME").strip()),
+                 f"{page}: NAME starts with \"{name} - \"" + (" or \"" + name + ", \"" if section == "3" else ""),
                  p.section("NAME"))
             # Every page it refers to among ours exists.
-            refs = set(re.findall(r"\b(edfd|edfctl|edfd\.yaml|org\.edfd\.Admission1)\((\d)\)", p.text))
+            refs = set(re.findall(r"\b(edfd|edfctl|edfd\.yaml|org\.edfd\.Admission1|libedfd|edfd_[a-z_]+)\((\d)\)",
+                                  p.text))
             bad = sorted(f"{a}({b})" for a, b in refs if f"{a}.{b}" not in PAGES)
             t.ok(not bad, f"{page}: every edfd page it refers to exists", f"dangling: {bad}")
     return t.done()
@@ -601,6 +608,144 @@ def check_example(mandir, xml):
     return t.done()
 
 
+# ---- library: the pages of libedfd against edfd/edfd.h and the library's error table ----
+
+def norm(decl):
+    return re.sub(r"\s+", " ", decl).replace("( ", "(").replace(" )", ")").strip()
+
+
+def header_prototypes(header):
+    """{function name: its prototype, normalized} of edfd/edfd.h, the static inline helpers too
+    (their prototype ending in ';' as a SYNOPSIS shows it)."""
+    text = re.sub(r"/\*.*?\*/", "", open(header).read(), flags=re.S)
+    protos = {}
+    for m in re.finditer(r"^((?:static inline )?[a-z_][\w \*]*?\b(edfd_\w+)\([^;{)]*\))\s*[;{]", text, re.M):
+        if m.group(1).startswith("typedef"):
+            continue
+        protos[m.group(2)] = norm(m.group(1)) + ";"
+    return protos
+
+
+def synopsis_prototypes(p):
+    """{name: prototype} of the function declarations in a rendered page's SYNOPSIS."""
+    out = {}
+    text = "\n".join(l for l in p.section("SYNOPSIS").splitlines() if not l.strip().startswith("#"))
+    for decl in re.findall(r"[^;{}]*?\bedfd_\w+\([^;()]*\);", text):
+        decl = norm(decl)
+        if decl.startswith("typedef"):
+            continue
+        m = re.search(r"\b(edfd_\w+)\(", decl)
+        out[m.group(1)] = decl
+    return out
+
+
+def error_table(libedfd_c, protocol_h):
+    """[(D-Bus error name, errno name)] of libedfd.c's error_names table, the macros resolved
+    through protocol.h and sd-bus's headers."""
+    defs = {}
+    for path in [protocol_h] + glob.glob("/usr/include/systemd/sd-bus*.h"):
+        for m in re.finditer(r'^#define\s+(\w+)\s+(?:(\w+)\s+)?"([^"]*)"', open(path).read(), re.M):
+            defs[m.group(1)] = (defs.get(m.group(2), "") if m.group(2) else "") + m.group(3)
+    body = re.search(r"error_names\[\]\s*=\s*\{(.*?)\};", open(libedfd_c).read(), re.S).group(1)
+    return [(defs.get(name, name), errnum) for name, errnum in re.findall(r"\{\s*(\w+),\s*(E\w+)\s*\}", body)]
+
+
+def scd_error_rows(src):
+    """{errno: the D-Bus name cell} of the table in libedfd.3.scd's ERRORS section."""
+    text = open(src).read()
+    section = text.split("# ERRORS", 1)[1].split("\n# ", 1)[0]
+    rows = {}
+    for m in re.finditer(r"^\|\s+\*(E\w+)\*\n:\s+(.*)$", section, re.M):
+        rows[m.group(1)] = m.group(2).replace("\\\\", "")
+    return rows
+
+
+def check_library(mandir, header, libedfd_c, docs_meson):
+    need_tools("scdoc", "man")
+    t = Tap()
+    protos = header_prototypes(header)
+    t.ok(len(protos) > 50, f"edfd/edfd.h declares the library's functions ({len(protos)} found)")
+    seen = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        pages = {page: load_page(mandir, page, tmp) for page in LIBRARY_PAGES}
+        for page, p in pages.items():
+            for name, decl in synopsis_prototypes(p).items():
+                seen.setdefault(name, []).append(page)
+                t.ok(protos.get(name) == decl, f"{page}: the SYNOPSIS declares {name} as edfd/edfd.h does",
+                     f"page:   {decl}", f"header: {protos.get(name, '(no such function)')}")
+        missing = sorted(n for n in protos if n not in seen)
+        t.ok(not missing, f"every function of edfd/edfd.h is in the SYNOPSIS of a library page",
+             f"missing: {missing}")
+        twice = sorted(f"{n} ({', '.join(v)})" for n, v in seen.items() if len(v) > 1)
+        t.ok(not twice, "no function is in two SYNOPSIS sections", f"twice: {twice}")
+        # Every function a page names in NAME is its own and opens the page (docs/meson.build's aliases).
+        aliases = {}
+        block = re.search(r"man_aliases = \{(.*?)\n\}", open(docs_meson).read(), re.S).group(1)
+        for target, names in re.findall(r"'(\w+)'\s*:\s*\[(.*?)\]", block, re.S):
+            for n in re.findall(r"'(\w+)'", names):
+                aliases[n] = target
+        for page, p in pages.items():
+            name = page.rsplit(".", 1)[0]
+            if name == "libedfd":
+                continue
+            named = [n.strip() for n in p.section("NAME").split(" - ", 1)[0].replace("\n", " ").split(",")]
+            own = set(synopsis_prototypes(p))
+            t.ok(all(n in own for n in named), f"{page}: NAME names only functions of its SYNOPSIS",
+                 f"named: {named}", f"synopsis: {sorted(own)}")
+            want = {n: name for n in named if n != name}
+            got = {n: tgt for n, tgt in aliases.items() if tgt == name}
+            t.ok(want == got, f"{page}: each function in NAME but the first has a man alias to it",
+                 f"NAME: {sorted(want)}", f"docs/meson.build: {sorted(got)}")
+        # libedfd(3)'s ERRORS table is the library's own table.
+        protocol_h = os.path.join(os.path.dirname(header), "..", "shared", "protocol.h")
+        table = error_table(libedfd_c, protocol_h)
+        rows = scd_error_rows(os.path.join(mandir, "libedfd.3.scd"))
+        t.ok(len(table) > 15, f"libedfd.c maps D-Bus errors to errno ({len(table)} entries)")
+        for dbus_name, errnum in table:
+            prefix, short = dbus_name.rsplit(".", 1)
+            cell = rows.get(errnum, "")
+            t.ok(short in cell and prefix.split(".Error")[0] in cell,
+                 f"libedfd(3) ERRORS: {errnum} is {dbus_name}", f"the row of {errnum}: {cell or '(none)'}")
+        code = open(libedfd_c).read()
+        mapped = {e for _, e in table}
+        for errnum in rows:
+            t.ok(errnum in mapped or re.search(r"\b" + errnum + r"\b", code),
+                 f"libedfd(3) ERRORS: {errnum} is an errno the library gives")
+        # The EXAMPLE of libedfd(3) compiles against the header.
+        cc = os.environ.get("CC", "cc")
+        code = extract_section_code(pages["libedfd.3"], "EXAMPLE")
+        if not shutil.which(cc):
+            t.skip("libedfd(3)'s EXAMPLE compiles", f"no {cc}")
+        elif not code:
+            t.ok(False, "libedfd(3) has a C program in EXAMPLE")
+        else:
+            inc = os.path.join(tmp, "include", "edfd")
+            os.makedirs(inc)
+            shutil.copy(header, inc)
+            src = os.path.join(tmp, "example.c")
+            with open(src, "w") as f:
+                f.write(code)
+            r = subprocess.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsyntax-only",
+                                "-I", os.path.join(tmp, "include"), src], capture_output=True, text=True)
+            t.ok(r.returncode == 0, "libedfd(3)'s EXAMPLE compiles with -Wall -Wextra -Werror against edfd/edfd.h",
+                 r.stderr, code)
+    return t.done()
+
+
+def extract_section_code(p, section):
+    """The C program of a section, as the reader sees it (indented 11 blanks)."""
+    lines = p.sections.get(section, [])
+    start = next((i for i, l in enumerate(lines) if re.match(r"^ {11}(/\*|#include)", l)), None)
+    if start is None:
+        return None
+    code = []
+    for l in lines[start:]:
+        if l.strip() and not l.startswith(" " * 11):
+            break
+        code.append(l[11:])
+    return "\n".join(code).rstrip() + "\n"
+
+
 # ---- live: the XML is what the daemon introspects; the example works against it ----
 
 BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
@@ -766,6 +911,7 @@ def main(argv):
         "dbus": (check_dbus, 4),
         "example": (check_example, 2),
         "live": (check_live, 4),
+        "library": (check_library, 4),
     }
     if len(argv) < 2 or argv[1] not in modes or len(argv) - 2 != modes[argv[1]][1]:
         print(__doc__, file=sys.stderr)
