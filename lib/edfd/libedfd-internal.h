@@ -14,6 +14,7 @@
 struct edfd {
         sd_bus *bus;
         pid_t pid;                    /* the process that opened the handle */
+        unsigned generation;          /* the fork generation it was opened in (edfd_begin()) */
         char *error_name;             /* of the last failed call; NULL: local or none */
         char *error_message;          /* "" after a success */
         /* events (libedfd-event.c) */
@@ -27,6 +28,9 @@ struct edfd {
 
 /* Start a call on e: -EINVAL for NULL, -ECHILD in a child of the process that opened it, else 0
  * with the last error cleared. */
+/* This process and thread, cached (reset in a fork child). */
+pid_t edfd_self_pid(void);
+pid_t edfd_self_tid(void);
 int edfd_begin(edfd *e);
 /* Record a local failure (no error name) with a printf-style message; returns r (negative). */
 __attribute__((format(printf, 3, 4))) int edfd_fail(edfd *e, int r, const char *fmt, ...);

@@ -426,6 +426,13 @@ Test(libedfd, a_handle_belongs_to_the_process_that_opened_it) {
         int status;
         pid_t pid;
 
+        /* The parent's ids are cached before the fork (an admission of the calling thread). */
+        edfd_request *self = request(MS, 0, P100, NULL);
+        uint64_t self_id = 0;
+        cr_assert_eq(edfd_admit(e, self, &self_id), 0, "admit: %s", edfd_error_message(e));
+        cr_assert_eq(edfd_release(e, self_id), 0);
+        edfd_request_free(self);
+
         pid = fork();
         cr_assert_geq(pid, 0);
         if (pid == 0) {
@@ -439,13 +446,30 @@ Test(libedfd, a_handle_belongs_to_the_process_that_opened_it) {
                 edfd_close(e);
                 if (edfd_open(&mine) < 0 || edfd_echo(mine, 2, &w) < 0 || w != 2)
                         code |= 2;
+                /* The calling thread is the child's own (the library forgets the parent's ids at
+                 * fork): admitted, edfd's books show the child's pid and tid. */
+                edfd_request *q = NULL;
+                edfd_snapshot *s = NULL;
+                uint64_t id = 0;
+                if (edfd_request_new(&q) < 0 || edfd_request_set_runtime(q, MS) < 0 ||
+                    edfd_request_set_period(q, P100) < 0 || edfd_admit(mine, q, &id) < 0 ||
+                    edfd_snapshot_fetch(mine, EDFD_SNAPSHOT_RESERVATIONS, &s) < 0 ||
+                    edfd_snapshot_n_reservations(s) != 1 ||
+                    edfd_reservation_pid(edfd_snapshot_reservation(s, 0)) != getpid() ||
+                    edfd_reservation_tid(edfd_snapshot_reservation(s, 0)) != gettid() ||
+                    edfd_release(mine, id) < 0)
+                        code |= 4;
+                edfd_snapshot_free(s);
+                edfd_request_free(q);
                 edfd_close(mine);
                 _exit(code);
         }
         cr_assert_eq(waitpid(pid, &status, 0), pid);
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "child: inherited handle %s, own handle %s", WEXITSTATUS(status) & 1 ? "did not refuse" : "refused",
-                  WEXITSTATUS(status) & 2 ? "failed" : "worked");
+                  "child: inherited handle %s, own handle %s, self-admission %s",
+                  WEXITSTATUS(status) & 1 ? "did not refuse" : "refused", WEXITSTATUS(status) & 2 ? "failed" : "worked",
+                  WEXITSTATUS(status) & 4 ? "failed or had the wrong ids" : "had the child's ids");
+        harness_assert_no_reservations(h, "after the child released its own reservation");
         /* The child's close did not touch the parent's connection. */
         cr_assert_eq(edfd_echo(e, 3, &v), 0, "echo in the parent after the child closed: %s", edfd_error_message(e));
         cr_assert_eq(v, 3);
