@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* edfd-oci-hook: admits a container's reservation with edfd, from an OCI hook (edfd-oci-hook(8)).
+ *
+ *   edfd-oci-hook [--config FILE] createRuntime   < OCI state
+ *   edfd-oci-hook [--config FILE] poststop        < OCI state
+ *
+ * createRuntime: the container's process exists (runc init, parked until the engine starts the
+ * container) and has not run the container's program yet. The hook reads the org.edfd.*
+ * annotations, checks them against its configuration (which groups containers may use, and how
+ * much one container may ask there) and the bundle's config.json (no SCHED_DEADLINE of its own),
+ * makes the group GROUP/ID for this container with exactly the container's bandwidth, and admits
+ * the process's main thread into it. Any failure removes what it made and exits 1 with the reason
+ * on standard error, which fails the container's creation: the engine shows the reason.
+ *
+ * poststop: the container's processes are gone; whatever edfd still holds in GROUP/ID (edfd gives
+ * bandwidth back when a thread exits, so normally nothing) is released and the group removed.
+ * Twice, or for a container the hook never admitted, is harmless.
+ *
+ * The group per container is the label: its name is the container's id, it holds the container's
+ * main reservation and what its forks are given under the group's fork policy, and its size caps
+ * the container at what it asked. */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <edfd/edfd.h>
+
+#include "config.h"
+#include "oci-hook.h"
+
+#define DEFAULT_CONFIG EDFD_OCI_HOOK_CONFIG_PATH
+
+static const char *prog = "edfd-oci-hook";
+static const char *container = NULL; /* for messages: the id, shortened */
+static char container_short[16];
+
+static void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void err(const char *fmt, ...) {
+        va_list ap;
+
+        fprintf(stderr, "%s: ", prog);
+        if (container)
+                fprintf(stderr, "container %s: ", container);
+        va_start(ap, fmt);
+        vfprintf(stderr, fmt, ap);
+        va_end(ap);
+        fputc('\n', stderr);
+}
+
+/* Read all of fd, at most max bytes; more is an error. Returns the length or negative errno. */
+static ssize_t read_all(int fd, size_t max, char **ret) {
+        size_t len = 0, size = 4096;
+        char *buf = malloc(size + 1);
+
+        if (!buf)
+                return -ENOMEM;
+        for (;;) {
+                ssize_t n;
+
+                if (len == size) {
+                        char *nb;
+                        if (size > max) {
+                                free(buf);
+                                return -EFBIG;
+                        }
+                        size *= 2;
+                        nb = realloc(buf, size + 1);
+                        if (!nb) {
+                                free(buf);
+                                return -ENOMEM;
+                        }
+                        buf = nb;
+                }
+                n = read(fd, buf + len, size - len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        int e = -errno;
+                        free(buf);
+                        return e;
+                }
+                if (n == 0)
+                        break;
+                len += (size_t) n;
+        }
+        if (len > max) {
+                free(buf);
+                return -EFBIG;
+        }
+        buf[len] = '\0';
+        *ret = buf;
+        return (ssize_t) len;
+}
+
+static ssize_t read_file(const char *path, size_t max, char **ret) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        ssize_t n;
+
+        if (fd < 0)
+                return -errno;
+        n = read_all(fd, max, ret);
+        close(fd);
+        return n;
+}
+
+static int load_config(const char *path, HookConfig *ret) {
+        char *text = NULL, *why = NULL;
+        ssize_t n = read_file(path, OCI_STATE_MAX, &text);
+        int r;
+
+        if (n < 0) {
+                err("cannot read the hook's configuration %s: %s (it says which edfd groups containers may "
+                    "use: edfd-oci-hook(8))", path, n == -EFBIG ? "larger than 1 MiB" : strerror((int) -n));
+                return -1;
+        }
+        r = hook_config_parse(text, (size_t) n, ret, &why);
+        free(text);
+        if (r < 0) {
+                err("%s: %s", path, why ? why : strerror(-r));
+                free(why);
+                return -1;
+        }
+        return 0;
+}
+
+static void set_container(const char *id) {
+        snprintf(container_short, sizeof(container_short), "%.12s", id);
+        container = container_short;
+}
+
+/* Release what edfd holds in the container's group, then remove the group. -ENOENT (no such
+ * group) is success: the second poststop, or a container that never got one. */
+static int clean_group(edfd *e, const char *path) {
+        edfd_snapshot *s = NULL;
+        int r;
+
+        r = edfd_snapshot_fetch(e, EDFD_SNAPSHOT_RESERVATIONS, &s);
+        if (r < 0) {
+                err("cannot list edfd's reservations: %s", edfd_error_message(e));
+                return r;
+        }
+        for (size_t i = 0; i < edfd_snapshot_n_reservations(s); i++) {
+                const edfd_reservation *v = edfd_snapshot_reservation(s, i);
+
+                if (strcmp(edfd_reservation_group(v), path) != 0)
+                        continue;
+                r = edfd_release(e, edfd_reservation_id(v));
+                if (r < 0 && r != -ENXIO) {
+                        err("cannot release reservation %llu of %s: %s",
+                            (unsigned long long) edfd_reservation_id(v), path, edfd_error_message(e));
+                        edfd_snapshot_free(s);
+                        return r;
+                }
+        }
+        edfd_snapshot_free(s);
+        r = edfd_group_remove(e, path);
+        if (r < 0 && r != -ENOENT) {
+                err("cannot remove group %s: %s", path, edfd_error_message(e));
+                return r;
+        }
+        return 0;
+}
+
+static int open_edfd(edfd **ret) {
+        int r = edfd_open(ret);
+
+        if (r < 0)
+                err("cannot reach edfd on the system bus: %s", strerror(-r));
+        return r;
+}
+
+static int stage_create(const char *config_path, const char *state, size_t len) {
+        OciRequest q = {};
+        HookConfig c = {};
+        edfd *e = NULL;
+        edfd_request *rq = NULL;
+        char *why = NULL, *spec = NULL, *spec_path = NULL, *path = NULL;
+        const char *group;
+        uint64_t id;
+        int r, ret = 1;
+
+        /* The id first, so that every message names the container; then the request. */
+        r = oci_state_parse(state, len, false, &q, &why);
+        if (r < 0) {
+                err("%s", why ? why : strerror(-r));
+                goto out;
+        }
+        set_container(q.id);
+        oci_request_done(&q);
+        r = oci_state_parse(state, len, true, &q, &why);
+        if (r < 0) {
+                err("%s", why ? why : strerror(-r));
+                goto out;
+        }
+        if (q.sandbox || !q.wanted) {
+                ret = 0; /* nothing asked (or a pod's sandbox, which carries the pod's annotations) */
+                goto out;
+        }
+        if (load_config(config_path, &c) < 0)
+                goto out;
+        r = hook_authorize(&c, &q, &group, &why);
+        if (r < 0) {
+                err("%s", why ? why : strerror(-r));
+                goto out;
+        }
+        if (!q.bundle) {
+                err("the OCI state has no \"bundle\": the spec cannot be checked");
+                goto out;
+        }
+        if (asprintf(&spec_path, "%s/config.json", q.bundle) < 0)
+                goto out;
+        ssize_t n = read_file(spec_path, OCI_STATE_MAX, &spec);
+        if (n < 0) {
+                err("cannot read %s: %s", spec_path, n == -EFBIG ? "larger than 1 MiB" : strerror((int) -n));
+                goto out;
+        }
+        r = oci_spec_check(spec, (size_t) n, &why);
+        if (r < 0) {
+                err("%s", why ? why : strerror(-r));
+                goto out;
+        }
+        r = hook_container_group(group, q.id, &path, &why);
+        if (r < 0) {
+                err("%s", why ? why : strerror(-r));
+                goto out;
+        }
+
+        if (open_edfd(&e) < 0)
+                goto out;
+        r = edfd_group_create(e, path, q.runtime, q.period);
+        if (r == -EEXIST) {
+                /* Left by a container of the same id whose poststop never ran (a crash): clean it. */
+                if (clean_group(e, path) < 0)
+                        goto out;
+                r = edfd_group_create(e, path, q.runtime, q.period);
+        }
+        if (r < 0) {
+                err("edfd refused: %s", edfd_error_message(e));
+                goto out;
+        }
+        if (edfd_request_new(&rq) < 0 || edfd_request_set_thread(rq, q.pid, q.pid) < 0 ||
+            edfd_request_set_group(rq, path) < 0 || edfd_request_set_runtime(rq, q.runtime) < 0 ||
+            edfd_request_set_deadline(rq, q.deadline) < 0 || edfd_request_set_period(rq, q.period) < 0) {
+                err("out of memory");
+                (void) edfd_group_remove(e, path);
+                goto out;
+        }
+        r = edfd_admit(e, rq, &id);
+        if (r < 0) {
+                err("edfd refused: %s", edfd_error_message(e));
+                (void) edfd_group_remove(e, path);
+                goto out;
+        }
+        ret = 0;
+out:
+        edfd_request_free(rq);
+        edfd_close(e);
+        free(path);
+        free(spec);
+        free(spec_path);
+        free(why);
+        hook_config_done(&c);
+        oci_request_done(&q);
+        return ret;
+}
+
+static int stage_poststop(const char *config_path, const char *state, size_t len) {
+        OciRequest q = {};
+        HookConfig c = {};
+        edfd *e = NULL;
+        char *why = NULL, *path = NULL;
+        const char *group;
+        int r, ret = 1;
+
+        r = oci_state_parse(state, len, false, &q, &why);
+        if (r < 0) {
+                err("%s", why ? why : strerror(-r));
+                goto out;
+        }
+        set_container(q.id);
+        if (q.sandbox || !q.wanted) {
+                ret = 0;
+                goto out;
+        }
+        group = q.group;
+        if (!group) {
+                if (load_config(config_path, &c) < 0)
+                        goto out;
+                group = c.default_group;
+        }
+        if (!group) {
+                ret = 0; /* creation was refused for want of a group: nothing was made */
+                goto out;
+        }
+        r = hook_container_group(group, q.id, &path, &why);
+        if (r < 0) {
+                ret = 0; /* such an id was refused at creation: nothing was made */
+                goto out;
+        }
+        if (open_edfd(&e) < 0)
+                goto out;
+        if (clean_group(e, path) < 0)
+                goto out;
+        ret = 0;
+out:
+        edfd_close(e);
+        free(path);
+        free(why);
+        hook_config_done(&c);
+        oci_request_done(&q);
+        return ret;
+}
+
+static void usage(FILE *f) {
+        fprintf(f,
+                "Usage: %s [--config FILE] STAGE < OCI-STATE\n"
+                "\n"
+                "Admit a container's reservation with edfd from an OCI hook (oci-hooks(5)).\n"
+                "\n"
+                "Stages:\n"
+                "  createRuntime   admit the container's process from its org.edfd.* annotations;\n"
+                "                  a refusal fails the container's creation with edfd's reason\n"
+                "  poststop        release what is left of the container's reservation\n"
+                "\n"
+                "Options:\n"
+                "  -c, --config FILE   the hook's configuration (default %s)\n"
+                "  -h, --help          show this help\n"
+                "      --version       show the version\n",
+                prog, DEFAULT_CONFIG);
+}
+
+int main(int argc, char **argv) {
+        static const struct option opts[] = {
+                { "config", required_argument, NULL, 'c' },
+                { "help", no_argument, NULL, 'h' },
+                { "version", no_argument, NULL, 'V' },
+                {},
+        };
+        const char *config_path = DEFAULT_CONFIG;
+        char *state = NULL;
+        ssize_t n;
+        int o, r;
+
+        while ((o = getopt_long(argc, argv, "+c:h", opts, NULL)) >= 0)
+                switch (o) {
+                case 'c':
+                        config_path = optarg;
+                        break;
+                case 'h':
+                        usage(stdout);
+                        return 0;
+                case 'V':
+                        printf("%s %s\n", prog, EDFD_VERSION);
+                        return 0;
+                default:
+                        fprintf(stderr, "Try '%s --help'.\n", prog);
+                        return 2;
+                }
+        if (optind + 1 != argc) {
+                fprintf(stderr, "%s: %s (createRuntime or poststop)\nTry '%s --help'.\n", prog,
+                        optind == argc ? "which stage? give one" : "one stage only", prog);
+                return 2;
+        }
+        const char *stage = argv[optind];
+        if (strcmp(stage, "createRuntime") != 0 && strcmp(stage, "poststop") != 0) {
+                fprintf(stderr, "%s: unknown stage \"%s\" (createRuntime or poststop)\n", prog, stage);
+                return 2;
+        }
+        n = read_all(STDIN_FILENO, OCI_STATE_MAX, &state);
+        if (n < 0) {
+                err("cannot read the OCI state on standard input: %s",
+                    n == -EFBIG ? "larger than 1 MiB" : strerror((int) -n));
+                return 1;
+        }
+        if (strcmp(stage, "createRuntime") == 0)
+                r = stage_create(config_path, state, (size_t) n);
+        else
+                r = stage_poststop(config_path, state, (size_t) n);
+        free(state);
+        return r;
+}
