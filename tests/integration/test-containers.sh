@@ -1,0 +1,319 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# edfd-oci-hook in real containers: Debian's podman and runc, offline, a root file system of
+# busybox-static built here, a real edfd on a private bus. The hook runs from a hooks directory of
+# the test's (the installed hooks.d files with the test's paths), at createRuntime and poststop, as
+# podman runs it for any user. Reports TAP.
+#
+#   test-containers.sh EDFCTL EDFD HOOK SOURCE-ROOT
+#
+# podman keeps everything in the test's directory (--root, --runroot, --tmpdir); what it leaves in
+# the cgroup hierarchies (libpod_parent) is removed when it was not there before. Under CI=true a
+# missing podman, runc or busybox is a failure: they install from Debian (tools/setup-deps).
+# The containers hold at most 80% of one CPU, for seconds.
+
+set -u
+edfctl=${1:?usage: test-containers.sh EDFCTL EDFD HOOK SOURCE-ROOT}
+edfd=${2:?} hook=$(realpath "${3:?}") source_root=${4:?}
+here=$(cd "$(dirname "$0")" && pwd)
+n=0 failed=0
+tmp=$(mktemp -d /tmp/test-containers.XXXXXX)
+chmod 711 "$tmp"
+bus_pid= edfd_pid=
+had_libpod_parent=()
+
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { local name=$1; shift; n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $name"; printf '#   %s\n' "$@"; }
+skip_all() { echo "1..0 # SKIP $1"; exit 0; }
+bail() { echo "Bail out! $1"; exit 1; }
+# A missing tool is a skip on a developer's machine and a failure under CI, where setup-deps
+# installs it.
+missing() { if [ "${CI:-}" = true ]; then bail "$1 (under CI=true this must run: tools/setup-deps installs it)"; else skip_all "$1"; fi; }
+
+P() { podman --root "$tmp/storage" --runroot "$tmp/run" --tmpdir "$tmp/libpod" --cgroup-manager=cgroupfs \
+              --runtime runc --events-backend none --hooks-dir "$tmp/hooks" "$@"; }
+
+cleanup() {
+        local d
+        if [ -d "$tmp/storage" ]; then
+                P rm -a -f -t 0 >/dev/null 2>&1
+                P system reset -f >/dev/null 2>&1 # this storage only: it is --root/--runroot of the test
+        fi
+        [ -n "$edfd_pid" ] && kill -KILL "$edfd_pid" 2>/dev/null && wait "$edfd_pid" 2>/dev/null
+        [ -n "$bus_pid" ] && kill "$bus_pid" 2>/dev/null && wait "$bus_pid" 2>/dev/null
+        # Whatever podman left mounted in the test's directory (a failed run's shm or rootfs).
+        awk -v t="$tmp/" 'index($2, t) == 1 { print $2 }' /proc/self/mounts | sort -r |
+                while read -r m; do umount -l "$m" 2>/dev/null; done
+        for d in /sys/fs/cgroup/*/libpod_parent /sys/fs/cgroup/libpod_parent; do
+                [ -d "$d" ] || continue
+                case " ${had_libpod_parent[*]} " in *" $d "*) continue ;; esac
+                find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+        done
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+[ "$(id -u)" = 0 ] || skip_all "needs root (edfd, SCHED_DEADLINE, rootful podman)"
+command -v dbus-daemon >/dev/null || skip_all "no dbus-daemon"
+chrt -d -T 1000000 -P 10000000 0 true 2>/dev/null || skip_all "SCHED_DEADLINE does not work here"
+command -v podman >/dev/null || missing "podman is not installed (apt-get install podman)"
+command -v runc >/dev/null || missing "runc is not installed (apt-get install runc)"
+busybox=$(command -v busybox || true)
+[ -n "$busybox" ] && file -L "$busybox" 2>/dev/null | grep -q "statically linked" || busybox=/bin/busybox
+[ -x "$busybox" ] && ldd "$busybox" 2>&1 | grep -q "not a dynamic" || missing "no static busybox (apt-get install busybox-static)"
+
+for d in /sys/fs/cgroup/*/libpod_parent /sys/fs/cgroup/libpod_parent; do
+        [ -d "$d" ] && had_libpod_parent+=("$d")
+done
+
+# run CMD...: rc, out and err of CMD.
+run() {
+        "$@" >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        out=$(<"$tmp/out")
+        err=$(<"$tmp/err")
+}
+check() { # NAME CMD...: ok when CMD succeeds
+        local name=$1; shift
+        if "$@" >"$tmp/check.out" 2>&1; then ok "$name"; else not_ok "$name" "$*" "$(cat "$tmp/check.out")"; fi
+}
+
+# ---- the root file system, the bus, edfd, the hook's directory and configuration ----
+
+mkdir -p "$tmp/rootfs/bin" "$tmp/rootfs/proc" "$tmp/rootfs/sys" "$tmp/rootfs/dev" "$tmp/rootfs/etc" \
+        "$tmp/rootfs/tmp" "$tmp/libpod" "$tmp/hooks" "$tmp/bundle"
+cp "$busybox" "$tmp/rootfs/bin/busybox"
+for a in sh sleep cat true; do ln -s busybox "$tmp/rootfs/bin/$a"; done
+
+sed "s|@BUS_SOCKET@|$tmp/bus|" "$here/bus.conf" >"$tmp/bus.conf"
+dbus-daemon --config-file="$tmp/bus.conf" --nofork --print-address=3 3>"$tmp/address" 2>/dev/null &
+bus_pid=$!
+for _ in $(seq 100); do [ -s "$tmp/address" ] && break; sleep 0.05; done
+export DBUS_SYSTEM_BUS_ADDRESS=unix:path=$tmp/bus
+
+cat >"$tmp/edfd.yaml" <<'EOF'
+groups:
+  containers:
+    bandwidth: 100%
+    fork: split
+    threads: none
+  closed:
+    bandwidth: 10%
+EOF
+# ghost is open to containers but is no group of edfd's: edfd refuses it.
+cat >"$tmp/oci-hook.yaml" <<'EOF'
+default-group: containers
+groups:
+  containers: 40%
+  ghost: 10%
+EOF
+
+# The installed hooks.d files, with the test's hook, configuration and bus.
+for stage in createRuntime poststop; do
+        sed -e "s|@HOOK@|$hook|" -e "s|@STAGE@|$stage|" "$source_root/oci/edfd-hook.json.in" |
+        /usr/bin/python3 -c '
+import json, sys
+h = json.load(sys.stdin)
+h["hook"]["args"] = [h["hook"]["args"][0], "--config", sys.argv[1]] + h["hook"]["args"][1:]
+h["hook"]["env"] = ["DBUS_SYSTEM_BUS_ADDRESS=" + sys.argv[2], "ASAN_OPTIONS=" + sys.argv[3], "UBSAN_OPTIONS=" + sys.argv[4]]
+json.dump(h, sys.stdout)' "$tmp/oci-hook.yaml" "$DBUS_SYSTEM_BUS_ADDRESS" "${ASAN_OPTIONS:-}" "${UBSAN_OPTIONS:-}" \
+                >"$tmp/hooks/edfd-$stage.json" || bail "cannot write the hooks directory"
+done
+
+"$edfd" -c "$tmp/edfd.yaml" --state-dir "$tmp/state" >"$tmp/edfd.log" 2>&1 &
+edfd_pid=$!
+for _ in $(seq 200); do
+        "$edfctl" status >/dev/null 2>&1 && break
+        kill -0 "$edfd_pid" 2>/dev/null || break
+        sleep 0.05
+done
+"$edfctl" status >/dev/null 2>&1 || { sed 's/^/#   /' "$tmp/edfd.log"; bail "edfd did not start"; }
+
+# group_state PATH: "absent", or the group's allocated bandwidth and reservation count as edfd says.
+group_state() {
+        "$edfctl" status --json | /usr/bin/python3 -c '
+import json, sys
+for g in json.load(sys.stdin)["groups"]:
+    if g["path"] == sys.argv[1]:
+        print(g["allocated"], g["reservations"])
+        sys.exit(0)
+print("absent")' "$1"
+}
+# reservations_of GROUP: "PID TID RUNTIME DEADLINE PERIOD" per reservation in GROUP.
+reservations_of() {
+        "$edfctl" list --json | /usr/bin/python3 -c '
+import json, sys
+for r in json.load(sys.stdin):
+    if r["group"] == sys.argv[1]:
+        print(r["pid"], r["tid"], r["runtime"], r["deadline"], r["period"])' "$1"
+}
+wait_for() { # SECONDS CMD...: until CMD succeeds
+        local t=$1; shift
+        for _ in $(seq $((t * 20))); do "$@" && return 0; sleep 0.05; done
+        return 1
+}
+no_reservations() { [ -z "$(reservations_of "$1")" ]; }
+n_reservations() { [ "$(reservations_of "$2" | wc -l)" = "$1" ]; }
+pid_of() { P inspect -f '{{.State.Pid}}' "$1" 2>/dev/null; }
+id_of() { P inspect -f '{{.Id}}' "$1" 2>/dev/null; }
+ctr() { # NAME ANNOTATIONS... -- COMMAND...: podman run -d
+        local name=$1; shift
+        local ann=()
+        while [ "$1" != -- ]; do ann+=(--annotation "$1"); shift; done
+        shift
+        run P run -d --name "$name" --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+                "${ann[@]}" --rootfs "$tmp/rootfs" "$@"
+}
+A40=(org.edfd.runtime=4ms org.edfd.period=10ms)
+
+# ---- the contract of the hook's configuration, checked by the real program first ----
+
+run "$hook" --config "$tmp/oci-hook.yaml"
+[ "$rc" = 2 ] && grep -q "which stage" <<<"$err" && ok "hook without a stage: usage error" ||
+        not_ok "hook without a stage: usage error" "rc $rc" "$err"
+
+# ---- three containers of 40% in a group of 100%: two start, the third is refused ----
+
+ctr c1 "${A40[@]}" -- sleep 60
+if [ "$rc" = 0 ]; then ok "container 1 (40%) starts"; else not_ok "container 1 (40%) starts" "rc $rc" "$err"; fi
+ctr c2 "${A40[@]}" -- sleep 60
+if [ "$rc" = 0 ]; then ok "container 2 (40%) starts"; else not_ok "container 2 (40%) starts" "rc $rc" "$err"; fi
+ctr c3 "${A40[@]}" -- sleep 60
+if [ "$rc" != 0 ] && grep -q "edfd-oci-hook: container [0-9a-f]\{12\}: edfd refused: .*containers" <<<"$err" &&
+   grep -q "20% free" <<<"$err"; then
+        ok "container 3 (40%) fails to start with edfd's reason"
+else
+        not_ok "container 3 (40%) fails to start with edfd's reason" "rc $rc" "$err"
+fi
+id3=$(id_of c3)
+[ -n "$id3" ] && [ "$(group_state "containers/$id3")" = absent ] && ok "the refused container left no group in edfd" ||
+        not_ok "the refused container left no group in edfd" "id '$id3'" "$(group_state "containers/$id3")"
+P rm -f c3 >/dev/null 2>&1
+
+pid1=$(pid_of c1) id1=$(id_of c1) pid2=$(pid_of c2) id2=$(id_of c2)
+# A container that did not start has pid 0: nothing below may then look at pid 0 (ourselves).
+[ "${pid1:-0}" -gt 0 ] || pid1=none
+[ "${pid2:-0}" -gt 0 ] || pid2=none
+run chrt -p "$pid1"
+if grep -q "policy: SCHED_DEADLINE|SCHED_RESET_ON_FORK" <<<"$out" && grep -q "parameters: 4000000/10000000/10000000" <<<"$out"; then
+        ok "chrt -p of container 1's process: SCHED_DEADLINE|SCHED_RESET_ON_FORK, 4ms/10ms/10ms"
+else
+        not_ok "chrt -p of container 1's process: SCHED_DEADLINE|SCHED_RESET_ON_FORK, 4ms/10ms/10ms" "pid '$pid1'" "$out" "$err"
+fi
+comm=$(cat "/proc/$pid1/comm" 2>/dev/null)
+[ "$comm" = sleep ] && ok "the admitted thread is the container's program (sleep), after runc init's exec" ||
+        not_ok "the admitted thread is the container's program (sleep), after runc init's exec" "comm '$comm'"
+res=$(reservations_of "containers/$id1")
+[ "$res" = "$pid1 $pid1 4000000 10000000 10000000" ] &&
+        ok "edfd holds one reservation for it, in containers/ID, labelled by the container's id" ||
+        not_ok "edfd holds one reservation for it, in containers/ID, labelled by the container's id" "$res"
+nthreads=$(ls "/proc/$pid1/task" | wc -l)
+[ "$nthreads" = 1 ] && ok "runc init's other threads are gone: one thread, one reservation" ||
+        not_ok "runc init's other threads are gone: one thread, one reservation" "$nthreads threads"
+
+# ---- stop and rm give the bandwidth back; kill -9 too ----
+
+run P stop -t 1 c1
+run P rm c1
+[ "$(reservations_of "containers/$id1")" = "" ] && [ "$(group_state "containers/$id1")" = absent ] &&
+        ok "after podman stop and rm: no reservation and no group left for container 1" ||
+        not_ok "after podman stop and rm: no reservation and no group left for container 1" "$(group_state "containers/$id1")"
+
+kill -KILL "$pid2"
+if wait_for 5 no_reservations "containers/$id2"; then
+        ok "kill -9 of container 2's process gives its reservation back"
+else
+        not_ok "kill -9 of container 2's process gives its reservation back" "$(reservations_of "containers/$id2")"
+fi
+P rm -f c2 >/dev/null 2>&1
+[ "$(group_state "containers/$id2")" = absent ] && ok "podman rm of the killed container removes its group" ||
+        not_ok "podman rm of the killed container removes its group" "$(group_state "containers/$id2")"
+
+# ---- a fork inside: the child follows the group's fork policy (split) ----
+
+ctr c4 "${A40[@]}" -- sh -c 'sleep 2 & wait'
+id4=$(id_of c4)
+if [ "$rc" = 0 ] && wait_for 3 n_reservations 2 "containers/$id4"; then
+        ok "sh -c 'sleep 1 & wait' inside: the child is admitted too (fork: split)"
+else
+        not_ok "sh -c 'sleep 1 & wait' inside: the child is admitted too (fork: split)" "rc $rc" "$err" "$(reservations_of "containers/$id4")"
+fi
+res=$(reservations_of "containers/$id4" | awk '{ s += $3 } END { print NR, s }')
+[ "$res" = "2 4000000" ] && ok "the split halves add up to the container's 4ms" || not_ok "the split halves add up to the container's 4ms" "$res"
+run P wait c4
+[ "$out" = 0 ] && ok "the container's shell ends normally (exit 0)" || not_ok "the container's shell ends normally (exit 0)" "$out" "$err"
+P rm c4 >/dev/null 2>&1
+[ "$(group_state "containers/$id4")" = absent ] && ok "its group is gone after rm" || not_ok "its group is gone after rm" "$(group_state "containers/$id4")"
+
+# ---- creation fails with a message naming the problem ----
+
+refused() { # NAME ERE ANNOTATIONS...
+        local name=$1 ere=$2; shift 2
+        ctr bad "$@" -- true
+        if [ "$rc" != 0 ] && grep -Eq "edfd-oci-hook: container [0-9a-f]{12}: $ere" <<<"$err"; then ok "$name"
+        else not_ok "$name" "rc $rc" "$err"; fi
+        P rm -f bad >/dev/null 2>&1
+}
+refused "a group not open to containers" "group closed is not open to containers \(the hook's configuration opens containers, ghost\)" \
+        "${A40[@]}" org.edfd.group=closed
+refused "a bare number" 'annotation org\.edfd\.runtime: "4" has no unit' org.edfd.runtime=4 org.edfd.period=10ms
+refused "runtime above period" "annotation org\.edfd\.runtime \(12ms\) is above org\.edfd\.period \(10ms\)" \
+        org.edfd.runtime=12ms org.edfd.period=10ms
+refused "a group edfd does not know" "edfd refused: .*ghost" org.edfd.runtime=1ms org.edfd.period=10ms org.edfd.group=ghost
+refused "more than one container may have" "the container asks 50% in group containers; one container may have at most 40%" \
+        org.edfd.runtime=5ms org.edfd.period=10ms
+refused "a misspelt annotation" "unknown annotation org\.edfd\.perod" org.edfd.runtime=1ms org.edfd.perod=10ms
+
+# podman 4.3 cannot write process.scheduler into a spec: the hook is given such a bundle directly,
+# as runc would give it.
+printf '{"process":{"args":["sh"],"scheduler":{"policy":"SCHED_DEADLINE","runtime":1000000,"deadline":10000000,"period":10000000}}}' \
+        >"$tmp/bundle/config.json"
+state() { printf '{"ociVersion":"1.0.2","id":"%s","status":"%s","pid":%s,"bundle":"%s","annotations":{%s}}' "$@"; }
+sleep 30 &
+victim=$!
+run "$hook" --config "$tmp/oci-hook.yaml" createRuntime < <(state ffff0000 creating "$victim" "$tmp/bundle" \
+        '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
+if [ "$rc" = 1 ] && grep -q "container ffff0000: the container's spec asks for SCHED_DEADLINE in process.scheduler.*org.edfd.runtime" <<<"$err" &&
+   [ "$(group_state containers/ffff0000)" = absent ] && chrt -p "$victim" | grep -q SCHED_OTHER; then
+        ok "a spec asking for SCHED_DEADLINE itself is refused, nothing admitted"
+else
+        not_ok "a spec asking for SCHED_DEADLINE itself is refused, nothing admitted" "rc $rc" "$err"
+fi
+printf '{"process":{"args":["sh"]}}' >"$tmp/bundle/config.json"
+run "$hook" --config "$tmp/oci-hook.yaml" createRuntime < <(state ffff0001 creating "$victim" "$tmp/bundle" \
+        '"io.kubernetes.cri-o.ContainerType":"sandbox","org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
+[ "$rc" = 0 ] && [ -z "$err" ] && [ "$(group_state containers/ffff0001)" = absent ] &&
+        ok "a pod's sandbox (pause) container with the pod's annotations is left alone" ||
+        not_ok "a pod's sandbox (pause) container with the pod's annotations is left alone" "rc $rc" "$err"
+run "$hook" --config "$tmp/oci-hook.yaml" createRuntime <<<'{"id": "x", '
+[ "$rc" = 1 ] && grep -q "the OCI state on standard input is not JSON" <<<"$err" && ok "malformed OCI state: named, exit 1" ||
+        not_ok "malformed OCI state: named, exit 1" "rc $rc" "$err"
+run "$hook" --config "$tmp/nonexistent.yaml" createRuntime < <(state ffff0002 creating "$victim" "$tmp/bundle" \
+        '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
+[ "$rc" = 1 ] && grep -q "cannot read the hook's configuration $tmp/nonexistent.yaml: No such file" <<<"$err" &&
+        ok "a missing configuration: named, exit 1" || not_ok "a missing configuration: named, exit 1" "rc $rc" "$err"
+# poststop twice, and for a container that was never admitted: harmless.
+run "$hook" --config "$tmp/oci-hook.yaml" poststop < <(state ffff0003 stopped 0 "$tmp/bundle" '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
+r1=$rc
+run "$hook" --config "$tmp/oci-hook.yaml" poststop < <(state ffff0003 stopped 0 "$tmp/bundle" '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
+[ "$r1" = 0 ] && [ "$rc" = 0 ] && [ -z "$err" ] && ok "poststop for a container with nothing left, twice: exit 0" ||
+        not_ok "poststop for a container with nothing left, twice: exit 0" "rc $r1 $rc" "$err"
+kill "$victim"; wait "$victim" 2>/dev/null
+
+# ---- nothing left behind ----
+
+left=$(P ps -a -q 2>&1)
+[ -z "$left" ] && ok "no container left" || not_ok "no container left" "$left"
+[ "$(group_state containers)" = "0.0 0" ] && ok "the containers group is empty again" ||
+        not_ok "the containers group is empty again" "$(group_state containers)"
+"$edfctl" list --json | /usr/bin/python3 -c 'import json,sys; sys.exit(len(json.load(sys.stdin)) != 0)' &&
+        ok "edfd holds no reservation" || not_ok "edfd holds no reservation" "$("$edfctl" list)"
+
+kill -TERM "$edfd_pid"; wait "$edfd_pid"; st=$?; edfd_pid=
+[ "$st" = 0 ] && ! grep -qE "Sanitizer|runtime error:" "$tmp/edfd.log" && ok "edfd stopped cleanly" ||
+        not_ok "edfd stopped cleanly" "exit $st" "$(tail -20 "$tmp/edfd.log")"
+
+echo "1..$n"
+[ "$failed" = 0 ]
