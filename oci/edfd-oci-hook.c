@@ -32,6 +32,8 @@
 #include <edfd/edfd.h>
 
 #include "config.h"
+#include "core/bandwidth.h"
+#include "core/duration.h"
 #include "oci-hook.h"
 
 #define DEFAULT_CONFIG EDFD_OCI_HOOK_CONFIG_PATH
@@ -175,6 +177,35 @@ static int open_edfd(edfd **ret) {
         return r;
 }
 
+/* Say why (the parser's message, or the errno's) and forget the message. */
+static void report(int r, char **why) {
+        err("%s", *why ? *why : strerror(-r));
+        free(*why);
+        *why = NULL;
+}
+
+/* The state: its id first, so that every later message names the container, then the request
+ * (with its parameters when want_params). Returns 0 or -1 (said). */
+static int read_state(const char *state, size_t len, bool want_params, OciRequest *q) {
+        char *why = NULL;
+        int r = oci_state_parse(state, len, false, q, &why);
+
+        if (r < 0) {
+                report(r, &why);
+                return -1;
+        }
+        set_container(q->id);
+        if (!want_params)
+                return 0;
+        oci_request_done(q);
+        r = oci_state_parse(state, len, true, q, &why);
+        if (r < 0) {
+                report(r, &why);
+                return -1;
+        }
+        return 0;
+}
+
 static int stage_create(const char *config_path, const char *state, size_t len) {
         OciRequest q = {};
         HookConfig c = {};
@@ -185,19 +216,8 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
         uint64_t id;
         int r, ret = 1;
 
-        /* The id first, so that every message names the container; then the request. */
-        r = oci_state_parse(state, len, false, &q, &why);
-        if (r < 0) {
-                err("%s", why ? why : strerror(-r));
+        if (read_state(state, len, true, &q) < 0)
                 goto out;
-        }
-        set_container(q.id);
-        oci_request_done(&q);
-        r = oci_state_parse(state, len, true, &q, &why);
-        if (r < 0) {
-                err("%s", why ? why : strerror(-r));
-                goto out;
-        }
         if (q.sandbox || !q.wanted) {
                 ret = 0; /* nothing asked (or a pod's sandbox, which carries the pod's annotations) */
                 goto out;
@@ -206,7 +226,7 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
                 goto out;
         r = hook_authorize(&c, &q, &group, &why);
         if (r < 0) {
-                err("%s", why ? why : strerror(-r));
+                report(r, &why);
                 goto out;
         }
         if (!q.bundle) {
@@ -222,12 +242,12 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
         }
         r = oci_spec_check(spec, (size_t) n, &why);
         if (r < 0) {
-                err("%s", why ? why : strerror(-r));
+                report(r, &why);
                 goto out;
         }
         r = hook_container_group(group, q.id, &path, &why);
         if (r < 0) {
-                err("%s", why ? why : strerror(-r));
+                report(r, &why);
                 goto out;
         }
 
@@ -278,12 +298,8 @@ static int stage_poststop(const char *config_path, const char *state, size_t len
         const char *group;
         int r, ret = 1;
 
-        r = oci_state_parse(state, len, false, &q, &why);
-        if (r < 0) {
-                err("%s", why ? why : strerror(-r));
+        if (read_state(state, len, false, &q) < 0)
                 goto out;
-        }
-        set_container(q.id);
         if (q.sandbox || !q.wanted) {
                 ret = 0;
                 goto out;
@@ -320,6 +336,7 @@ out:
 static void usage(FILE *f) {
         fprintf(f,
                 "Usage: %s [--config FILE] STAGE < OCI-STATE\n"
+                "       %s [--config FILE] --groups\n"
                 "\n"
                 "Admit a container's reservation with edfd from an OCI hook (oci-hooks(5)).\n"
                 "\n"
@@ -330,19 +347,23 @@ static void usage(FILE *f) {
                 "\n"
                 "Options:\n"
                 "  -c, --config FILE   the hook's configuration (default %s)\n"
+                "      --groups        list the groups open to containers (GROUP, the most one\n"
+                "                      container may ask, \"default\") and exit\n"
                 "  -h, --help          show this help\n"
                 "      --version       show the version\n",
-                prog, DEFAULT_CONFIG);
+                prog, prog, DEFAULT_CONFIG);
 }
 
 int main(int argc, char **argv) {
         static const struct option opts[] = {
                 { "config", required_argument, NULL, 'c' },
+                { "groups", no_argument, NULL, 'G' },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, 'V' },
                 {},
         };
         const char *config_path = DEFAULT_CONFIG;
+        bool list_groups = false;
         char *state = NULL;
         ssize_t n;
         int o, r;
@@ -351,6 +372,9 @@ int main(int argc, char **argv) {
                 switch (o) {
                 case 'c':
                         config_path = optarg;
+                        break;
+                case 'G':
+                        list_groups = true;
                         break;
                 case 'h':
                         usage(stdout);
@@ -362,6 +386,22 @@ int main(int argc, char **argv) {
                         fprintf(stderr, "Try '%s --help'.\n", prog);
                         return 2;
                 }
+        if (list_groups) {
+                HookConfig c = {};
+                char most[DURATION_MAX];
+
+                if (optind != argc) {
+                        fprintf(stderr, "%s: --groups takes no stage\nTry '%s --help'.\n", prog, prog);
+                        return 2;
+                }
+                if (load_config(config_path, &c) < 0)
+                        return 1;
+                for (size_t i = 0; i < c.n_groups; i++)
+                        printf("%s\t%s%s\n", c.groups[i].name, bw_format(c.groups[i].max_bw, most),
+                               c.default_group && strcmp(c.default_group, c.groups[i].name) == 0 ? "\tdefault" : "");
+                hook_config_done(&c);
+                return 0;
+        }
         if (optind + 1 != argc) {
                 fprintf(stderr, "%s: %s (createRuntime or poststop)\nTry '%s --help'.\n", prog,
                         optind == argc ? "which stage? give one" : "one stage only", prog);

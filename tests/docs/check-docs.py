@@ -29,7 +29,7 @@ import tempfile
 import time
 import xml.etree.ElementTree as ET
 
-PAGES = ["edfd.8", "edfctl.1", "edfd-trace.1", "edfd.yaml.5", "org.edfd.Admission1.5"]
+PAGES = ["edfd.8", "edfctl.1", "edfd-trace.1", "edfd-oci-hook.8", "edfd.yaml.5", "org.edfd.Admission1.5"]
 # libedfd(3) and one page per function group; every function of edfd/edfd.h is in one SYNOPSIS.
 LIBRARY_PAGES = ["libedfd.3", "edfd_open.3", "edfd_admit.3", "edfd_group_create.3", "edfd_snapshot_fetch.3",
                  "edfd_subscribe.3"]
@@ -201,7 +201,7 @@ def check_man_pages(mandir):
                  f"{page}: NAME starts with \"{name} - \"" + (" or \"" + name + ", \"" if section == "3" else ""),
                  p.section("NAME"))
             # Every page it refers to among ours exists.
-            refs = set(re.findall(r"\b(edfd|edfctl|edfd\.yaml|org\.edfd\.Admission1|libedfd|edfd_[a-z_]+)\((\d)\)",
+            refs = set(re.findall(r"\b(edfd|edfctl|edfd-trace|edfd-oci-hook|edfd\.yaml|org\.edfd\.Admission1|libedfd|edfd_[a-z_]+)\((\d)\)",
                                   p.text))
             bad = sorted(f"{a}({b})" for a, b in refs if f"{a}.{b}" not in PAGES)
             t.ok(not bad, f"{page}: every edfd page it refers to exists", f"dangling: {bad}")

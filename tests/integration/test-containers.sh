@@ -6,7 +6,7 @@
 # the test's (the installed hooks.d files with the test's paths), at createRuntime and poststop, as
 # podman runs it for any user. Reports TAP.
 #
-#   test-containers.sh EDFCTL EDFD HOOK SOURCE-ROOT
+#   test-containers.sh EDFCTL EDFD HOOK SOURCE-ROOT NODE-CAPACITY
 #
 # podman keeps everything in the test's directory (--root, --runroot, --tmpdir); what it leaves in
 # the cgroup hierarchies (libpod_parent) is removed when it was not there before. Under CI=true a
@@ -15,7 +15,7 @@
 
 set -u
 edfctl=${1:?usage: test-containers.sh EDFCTL EDFD HOOK SOURCE-ROOT}
-edfd=${2:?} hook=$(realpath "${3:?}") source_root=${4:?}
+edfd=${2:?} hook=$(realpath "${3:?}") source_root=${4:?} node_capacity=${5:?}
 here=$(cd "$(dirname "$0")" && pwd)
 n=0 failed=0
 tmp=$(mktemp -d /tmp/test-containers.XXXXXX)
@@ -301,6 +301,22 @@ run "$hook" --config "$tmp/oci-hook.yaml" poststop < <(state ffff0003 stopped 0 
 [ "$r1" = 0 ] && [ "$rc" = 0 ] && [ -z "$err" ] && ok "poststop for a container with nothing left, twice: exit 0" ||
         not_ok "poststop for a container with nothing left, twice: exit 0" "rc $r1 $rc" "$err"
 kill "$victim"; wait "$victim" 2>/dev/null
+
+# ---- what the node tells a cluster scheduler: the open groups' size, not what is free ----
+
+run /usr/bin/python3 "$node_capacity" --hook "$hook" --config "$tmp/oci-hook.yaml" --edfctl "$edfctl"
+[ "$rc" = 0 ] && [ "$out" = 1000 ] && grep -q "group ghost is open to containers but is no group of edfd's" <<<"$err" &&
+        ok "edfd-node-capacity: containers' 100% is 1000, ghost (no group of edfd's) named and counted 0" ||
+        not_ok "edfd-node-capacity: containers' 100% is 1000, ghost (no group of edfd's) named and counted 0" "rc $rc" "$out" "$err"
+ctr cap1 "${A40[@]}" -- sleep 30
+run /usr/bin/python3 "$node_capacity" --hook "$hook" --config "$tmp/oci-hook.yaml" --edfctl "$edfctl" --patch
+[ "$rc" = 0 ] && [ "$out" = '[{"op": "add", "path": "/status/capacity/edfd.org~1deadline-bandwidth", "value": "1000"}]' ] &&
+        ok "edfd-node-capacity --patch: the capacity, unchanged while a container holds 40%" ||
+        not_ok "edfd-node-capacity --patch: the capacity, unchanged while a container holds 40%" "rc $rc" "$out" "$err"
+P rm -f -t 0 cap1 >/dev/null 2>&1
+run /usr/bin/python3 "$node_capacity" --hook "$hook" --config "$tmp/nonexistent.yaml" --edfctl "$edfctl"
+[ "$rc" = 1 ] && grep -q "cannot read the hook's configuration" <<<"$err" && ok "edfd-node-capacity without a configuration: named, exit 1" ||
+        not_ok "edfd-node-capacity without a configuration: named, exit 1" "rc $rc" "$err"
 
 # ---- nothing left behind ----
 

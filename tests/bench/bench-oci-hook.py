@@ -1,0 +1,160 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: LGPL-2.1-or-later
+"""The cost of edfd-oci-hook, side by side with its peers, in one run (alternating A and B).
+
+  bench-edfd -- bench-oci-hook.py HOOK EDFCTL [--iterations N] [--starts N] [--no-podman]
+
+1. The hook at createRuntime, exec to exit (the OCI state on stdin, a bundle, a parked process),
+   against a one-shot `edfctl admit -T 4ms -P 10ms -p PID` of the same process, exec to exit.
+   Releasing (the hook's poststop, `edfctl release`) is done between samples and not timed.
+   The target: at most 1.2x.
+2. A container start (`podman run --rm ... true`, busybox-static, offline) without the hook (no
+   annotation: the hooks file does not match) and with it, for each reservation of
+   --container-reservations, alternating; medians of N starts each. Reported, no target. With the
+   hook, the rest of runc init after its wake-up, the exec and the program run on the container's
+   reservation: a small one makes the start slower by the start-up's CPU time divided by the
+   reservation's share, which is not the hook's cost (part 1 is).
+
+Runs against the edfd of bench-edfd (DBUS_SYSTEM_BUS_ADDRESS); admits into its group "bench"."""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def median_ms(xs):
+    return statistics.median(xs) / 1e6
+
+
+def spread(xs):
+    return f"{min(xs) / 1e6:.2f}-{max(xs) / 1e6:.2f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("hook")
+    ap.add_argument("edfctl")
+    ap.add_argument("--iterations", type=int, default=40)
+    ap.add_argument("--starts", type=int, default=20)
+    ap.add_argument("--no-podman", action="store_true")
+    ap.add_argument("--container-reservations", default="1ms/10ms,4ms/10ms",
+                    help="the reservations the containers ask, RUNTIME/PERIOD, comma-separated")
+    a = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="bench-oci-hook.")
+    os.chmod(tmp, 0o711)
+    procs = []
+    try:
+        cfg = os.path.join(tmp, "oci-hook.yaml")
+        with open(cfg, "w") as f:
+            f.write("default-group: bench\ngroups:\n  bench: 100%\n")
+        bundle = os.path.join(tmp, "bundle")
+        os.mkdir(bundle)
+        with open(os.path.join(bundle, "config.json"), "w") as f:
+            json.dump({"ociVersion": "1.0.2", "process": {"args": ["sh"]}}, f)
+
+        victim = subprocess.Popen(["sleep", "3600"])
+        procs.append(victim)
+        ann = {"org.edfd.runtime": "4ms", "org.edfd.period": "10ms"}
+
+        def state(i, status):
+            return json.dumps({"ociVersion": "1.0.2", "id": f"bench{i:08d}", "status": status,
+                               "pid": victim.pid, "bundle": bundle, "annotations": ann}).encode()
+
+        def timed(cmd, stdin=None):
+            t0 = time.perf_counter_ns()
+            p = subprocess.run(cmd, input=stdin, capture_output=True)
+            t1 = time.perf_counter_ns()
+            if p.returncode != 0:
+                sys.exit(f"bench-oci-hook: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.decode().strip()}")
+            return t1 - t0
+
+        hook_ns, edfctl_ns = [], []
+        warmup = 3
+        for i in range(a.iterations + warmup):
+            h = timed([a.hook, "--config", cfg, "createRuntime"], state(i, "creating"))
+            subprocess.run([a.hook, "--config", cfg, "poststop"], input=state(i, "stopped"), check=True)
+            e = timed([a.edfctl, "admit", "-g", "bench", "-T", "4ms", "-P", "10ms", "-p", str(victim.pid)])
+            subprocess.run([a.edfctl, "release", "-p", str(victim.pid)], check=True, capture_output=True)
+            if i >= warmup:
+                hook_ns.append(h)
+                edfctl_ns.append(e)
+        ratio = statistics.median(hook_ns) / statistics.median(edfctl_ns)
+        verdict = "met" if ratio <= 1.2 else "MISSED"
+        print(f"oci-hook createRuntime, exec to exit: {median_ms(hook_ns):.2f} ms ({spread(hook_ns)}), "
+              f"edfctl admit -p: {median_ms(edfctl_ns):.2f} ms ({spread(edfctl_ns)}), "
+              f"{ratio:.3f}x (target <= 1.2x: {verdict}); {a.iterations} each, alternating, {warmup} discarded")
+        print(f"@row\toci-hook: createRuntime, exec to exit\t{median_ms(hook_ns):.2f} ms ({spread(hook_ns)})\t"
+              f"edfctl admit -p {median_ms(edfctl_ns):.2f} ms\t{ratio:.3f}x\t<= 1.2x\t{verdict}")
+
+        if a.no_podman:
+            return 0
+        if not shutil.which("podman") or not shutil.which("runc"):
+            print("container start: not measured (podman or runc missing: apt-get install podman runc busybox-static)")
+            return 0
+        rootfs = os.path.join(tmp, "rootfs")
+        for d in ("bin", "proc", "sys", "dev", "etc", "tmp"):
+            os.makedirs(os.path.join(rootfs, d))
+        shutil.copy("/bin/busybox", os.path.join(rootfs, "bin", "busybox"))
+        os.symlink("busybox", os.path.join(rootfs, "bin", "true"))
+        hooks = os.path.join(tmp, "hooks")
+        os.mkdir(hooks)
+        bus = os.environ["DBUS_SYSTEM_BUS_ADDRESS"]
+        for stage in ("createRuntime", "poststop"):
+            with open(os.path.join(hooks, f"edfd-{stage}.json"), "w") as f:
+                json.dump({"version": "1.0.0",
+                           "hook": {"path": a.hook, "args": ["edfd-oci-hook", "--config", cfg, stage],
+                                    "env": [f"DBUS_SYSTEM_BUS_ADDRESS={bus}"]},
+                           "when": {"annotations": {r"^org\.edfd\.runtime$": ".*"}},
+                           "stages": [stage]}, f)
+        base = ["podman", "--root", f"{tmp}/storage", "--runroot", f"{tmp}/run", "--tmpdir", f"{tmp}/libpod",
+                "--cgroup-manager=cgroupfs", "--runtime", "runc", "--events-backend", "none",
+                "--hooks-dir", hooks]
+        run = ["run", "--rm", "--network", "none", "--ulimit", "nofile=1024:1024",
+               "--ulimit", "nproc=1024:1024"]
+        tail = ["--rootfs", rootfs, "true"]
+        variants = [rp.split("/") for rp in a.container_reservations.split(",")]
+        with_ns = {f"{r}/{p}": [] for r, p in variants}
+        without_ns = []
+        had_parent = {d for d in os.listdir("/sys/fs/cgroup") if os.path.isdir(f"/sys/fs/cgroup/{d}/libpod_parent")}
+        try:
+            for i in range(a.starts + 1):
+                wo = timed(base + run + tail)
+                if i >= 1:
+                    without_ns.append(wo)
+                for r, p in variants:
+                    w = timed(base + run + ["--annotation", f"org.edfd.runtime={r}", "--annotation",
+                                            f"org.edfd.period={p}"] + tail)
+                    if i >= 1:
+                        with_ns[f"{r}/{p}"].append(w)
+        finally:
+            subprocess.run(base + ["system", "reset", "-f"], capture_output=True)
+            for d in os.listdir("/sys/fs/cgroup"):
+                p = f"/sys/fs/cgroup/{d}/libpod_parent"
+                if d not in had_parent and os.path.isdir(p):
+                    for root, dirs, _ in os.walk(p, topdown=False):
+                        for x in dirs:
+                            os.rmdir(os.path.join(root, x))
+                    os.rmdir(p)
+        print(f"container start (podman run --rm ... true), medians of {a.starts} alternating starts, 1 discarded:")
+        print(f"  without the hook: {median_ms(without_ns):.1f} ms ({spread(without_ns)})")
+        for k, xs in with_ns.items():
+            print(f"  with the hook, {k}: {median_ms(xs):.1f} ms ({spread(xs)}), "
+                  f"{median_ms(xs) - median_ms(without_ns):+.1f} ms")
+            print(f"@row\toci-hook: container start, {k}\t{median_ms(xs):.1f} ms\twithout the hook "
+                  f"{median_ms(without_ns):.1f} ms\t{statistics.median(xs) / statistics.median(without_ns):.2f}x\t-\treported")
+        return 0
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
