@@ -35,6 +35,7 @@
 #include "core/bandwidth.h"
 #include "core/duration.h"
 #include "oci-hook.h"
+#include "oci-startup.h"
 
 #define DEFAULT_CONFIG EDFD_OCI_HOOK_CONFIG_PATH
 
@@ -262,6 +263,28 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
         }
         if (r < 0) {
                 err("edfd refused: %s", edfd_error_message(e));
+                goto out;
+        }
+        if (q.startup > 0) {
+                /* The bandwidth is booked by the group; the thread is admitted when its program
+                 * first sleeps (oci-startup.c). */
+                StartupWatch w = { .id = container, .group = path, .runtime = q.runtime, .deadline = q.deadline,
+                                   .period = q.period, .bound_ns = q.startup };
+
+                r = startup_watch_prepare(q.pid, &w);
+                if (r < 0) {
+                        err("cannot read the container's process %d: %s", (int) q.pid, strerror(-r));
+                        (void) edfd_group_remove(e, path);
+                        goto out;
+                }
+                r = startup_watch_start(&w);
+                if (r < 0) {
+                        err("cannot start the watcher that admits the container after its start-up: %s",
+                            strerror(-r));
+                        (void) edfd_group_remove(e, path);
+                        goto out;
+                }
+                ret = 0;
                 goto out;
         }
         if (edfd_request_new(&rq) < 0 || edfd_request_set_thread(rq, q.pid, q.pid) < 0 ||

@@ -11,6 +11,10 @@
  *   org.edfd.deadline   its relative deadline (optional; the period when absent)
  *   org.edfd.group      the edfd group it is admitted under (optional; the configuration's
  *                       default-group when absent)
+ *   org.edfd.startup    how long the container's program may run its start-up before it is
+ *                       admitted anyway (optional, default 1s): it is admitted when it first
+ *                       sleeps after the runtime's exec, or when this has passed; "0s" admits
+ *                       the runtime's init at createRuntime, start-up charged
  * Any other org.edfd.* annotation is refused by name (a typo must not pass unnoticed). A container
  * without org.edfd.runtime, or a pod's sandbox (pause) container, which carries the pod's
  * annotations too, asks nothing. */
@@ -22,6 +26,8 @@
 
 #define OCI_ANNOTATION_PREFIX "org.edfd."
 #define OCI_STATE_MAX (1024 * 1024)   /* the most of standard input (or config.json) read */
+#define OCI_STARTUP_DEFAULT_NS UINT64_C(1000000000)
+#define OCI_STARTUP_MAX_NS (UINT64_C(3600) * 1000000000)
 
 typedef struct OciRequest {
         char *id;            /* the container's id */
@@ -31,6 +37,7 @@ typedef struct OciRequest {
         bool sandbox;        /* a pod's sandbox (pause) container: the hook leaves it alone */
         bool wanted;         /* org.edfd.runtime is present: a reservation is asked */
         uint64_t runtime, deadline, period;
+        uint64_t startup;    /* org.edfd.startup, OCI_STARTUP_DEFAULT_NS when absent; 0: at once */
         char *group;         /* org.edfd.group, or NULL */
 } OciRequest;
 

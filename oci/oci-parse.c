@@ -108,7 +108,7 @@ static const struct {
         { "io.kubernetes.docker.type", "podsandbox" },      /* dockershim, cri-dockerd */
 };
 
-static const char *const known_annotations[] = { "runtime", "period", "deadline", "group" };
+static const char *const known_annotations[] = { "runtime", "period", "deadline", "group", "startup" };
 
 static int parse_duration_annotation(const char *key, const char *value, uint64_t *ret, char **ret_error) {
         const char *reason = NULL;
@@ -125,7 +125,7 @@ static int parse_duration_annotation(const char *key, const char *value, uint64_
 int oci_state_parse(const char *json, size_t len, bool want_params, OciRequest *ret, char **ret_error) {
         OciRequest q = {};
         json_object *o, *v, *ann = NULL;
-        const char *runtime = NULL, *period = NULL, *deadline = NULL, *group = NULL;
+        const char *runtime = NULL, *period = NULL, *deadline = NULL, *group = NULL, *startup = NULL;
         int r;
 
         o = parse_json(json, len, "the OCI state on standard input", ret_error, &r);
@@ -181,7 +181,7 @@ int oci_state_parse(const char *json, size_t len, bool want_params, OciRequest *
                         if (!known) {
                                 r = fail(ret_error, -EINVAL,
                                          "unknown annotation %s (edfd knows org.edfd.runtime, org.edfd.period, "
-                                         "org.edfd.deadline and org.edfd.group)", key);
+                                         "org.edfd.deadline, org.edfd.group and org.edfd.startup)", key);
                                 goto out;
                         }
                         if (strcmp(name, "runtime") == 0)
@@ -190,6 +190,8 @@ int oci_state_parse(const char *json, size_t len, bool want_params, OciRequest *
                                 period = s;
                         else if (strcmp(name, "deadline") == 0)
                                 deadline = s;
+                        else if (strcmp(name, "startup") == 0)
+                                startup = s;
                         else
                                 group = s;
                 }
@@ -208,7 +210,8 @@ int oci_state_parse(const char *json, size_t len, bool want_params, OciRequest *
                 goto out;
         }
         if (!runtime) {
-                const char *other = period ? "period" : deadline ? "deadline" : group ? "group" : NULL;
+                const char *other = period ? "period" : deadline ? "deadline" : group ? "group" :
+                                    startup ? "startup" : NULL;
                 if (other)
                         r = fail(ret_error, -EINVAL, "annotation org.edfd.%s without org.edfd.runtime", other);
                 else
@@ -231,6 +234,18 @@ int oci_state_parse(const char *json, size_t len, bool want_params, OciRequest *
                         goto out;
         } else
                 q.deadline = q.period;
+        q.startup = OCI_STARTUP_DEFAULT_NS;
+        if (startup) {
+                const char *reason = NULL;
+                if (duration_parse(startup, &q.startup, &reason) < 0) {
+                        r = fail(ret_error, -EINVAL, "annotation org.edfd.startup: \"%s\" %s", startup, reason);
+                        goto out;
+                }
+                if (q.startup > OCI_STARTUP_MAX_NS) {
+                        r = fail(ret_error, -EINVAL, "annotation org.edfd.startup: \"%s\" is above an hour", startup);
+                        goto out;
+                }
+        }
         if (q.runtime > q.deadline) {
                 r = fail(ret_error, -EINVAL, "annotation org.edfd.runtime (%s) is above org.edfd.%s (%s)", runtime,
                          deadline ? "deadline" : "period", deadline ? deadline : period);

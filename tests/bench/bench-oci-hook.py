@@ -4,16 +4,19 @@
 
   bench-edfd -- bench-oci-hook.py HOOK EDFCTL [--iterations N] [--starts N] [--no-podman]
 
-1. The hook at createRuntime, exec to exit (the OCI state on stdin, a bundle, a parked process),
-   against a one-shot `edfctl admit -T 4ms -P 10ms -p PID` of the same process, exec to exit.
+1. The hook at createRuntime, exec to exit (the OCI state on stdin, a bundle, a parked process;
+   with the default start-up rule: its group made and its watcher started), against a one-shot
+   `edfctl admit -T 4ms -P 10ms -p PID` of such a process, exec to exit.
    Releasing (the hook's poststop, `edfctl release`) is done between samples and not timed.
    The target: at most 1.2x.
 2. A container start (`podman run --rm ... true`, busybox-static, offline) without the hook (no
    annotation: the hooks file does not match) and with it, for each reservation of
    --container-reservations, alternating; medians of N starts each. Reported, no target. With the
-   hook, the rest of runc init after its wake-up, the exec and the program run on the container's
-   reservation: a small one makes the start slower by the start-up's CPU time divided by the
-   reservation's share, which is not the hook's cost (part 1 is).
+   hook and org.edfd.startup=0s, the rest of runc init after its wake-up, the exec and the
+   program run on the container's reservation: a small one makes the start slower by the
+   start-up's CPU time divided by the reservation's share, which is not the hook's cost (part 1
+   is). With the default start-up rule they run unreserved, and the process is admitted when
+   its program first sleeps.
 
 Runs against the edfd of bench-edfd (DBUS_SYSTEM_BUS_ADDRESS); admits into its group "bench"."""
 import argparse
@@ -42,8 +45,9 @@ def main():
     ap.add_argument("--iterations", type=int, default=40)
     ap.add_argument("--starts", type=int, default=20)
     ap.add_argument("--no-podman", action="store_true")
-    ap.add_argument("--container-reservations", default="1ms/10ms,4ms/10ms",
-                    help="the reservations the containers ask, RUNTIME/PERIOD, comma-separated")
+    ap.add_argument("--container-reservations", default="1ms/10ms,1ms/10ms/0s",
+                    help="the reservations the containers ask, RUNTIME/PERIOD[/STARTUP] (STARTUP: "
+                         "org.edfd.startup, 0s admits at createRuntime), comma-separated")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="bench-oci-hook.")
@@ -58,13 +62,11 @@ def main():
         with open(os.path.join(bundle, "config.json"), "w") as f:
             json.dump({"ociVersion": "1.0.2", "process": {"args": ["sh"]}}, f)
 
-        victim = subprocess.Popen(["sleep", "3600"])
-        procs.append(victim)
         ann = {"org.edfd.runtime": "4ms", "org.edfd.period": "10ms"}
 
-        def state(i, status):
+        def state(i, status, pid):
             return json.dumps({"ociVersion": "1.0.2", "id": f"bench{i:08d}", "status": status,
-                               "pid": victim.pid, "bundle": bundle, "annotations": ann}).encode()
+                               "pid": pid, "bundle": bundle, "annotations": ann}).encode()
 
         def timed(cmd, stdin=None):
             t0 = time.perf_counter_ns()
@@ -74,13 +76,29 @@ def main():
                 sys.exit(f"bench-oci-hook: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.decode().strip()}")
             return t1 - t0
 
+        def parked():
+            """A process that stays parked, as runc init is until the start; a fresh one each time,
+            so that the hook's watcher (which waits for its exec) ends with it."""
+            v = subprocess.Popen(["sleep", "3600"])
+            procs.append(v)
+            return v
+
+        def done(v):
+            v.kill()
+            v.wait()
+            procs.remove(v)
+
         hook_ns, edfctl_ns = [], []
         warmup = 3
         for i in range(a.iterations + warmup):
-            h = timed([a.hook, "--config", cfg, "createRuntime"], state(i, "creating"))
-            subprocess.run([a.hook, "--config", cfg, "poststop"], input=state(i, "stopped"), check=True)
-            e = timed([a.edfctl, "admit", "-g", "bench", "-T", "4ms", "-P", "10ms", "-p", str(victim.pid)])
-            subprocess.run([a.edfctl, "release", "-p", str(victim.pid)], check=True, capture_output=True)
+            v = parked()
+            h = timed([a.hook, "--config", cfg, "createRuntime"], state(i, "creating", v.pid))
+            subprocess.run([a.hook, "--config", cfg, "poststop"], input=state(i, "stopped", v.pid), check=True)
+            done(v)
+            v = parked()
+            e = timed([a.edfctl, "admit", "-g", "bench", "-T", "4ms", "-P", "10ms", "-p", str(v.pid)])
+            subprocess.run([a.edfctl, "release", "-p", str(v.pid)], check=True, capture_output=True)
+            done(v)
             if i >= warmup:
                 hook_ns.append(h)
                 edfctl_ns.append(e)
@@ -118,8 +136,8 @@ def main():
         run = ["run", "--rm", "--network", "none", "--ulimit", "nofile=1024:1024",
                "--ulimit", "nproc=1024:1024"]
         tail = ["--rootfs", rootfs, "true"]
-        variants = [rp.split("/") for rp in a.container_reservations.split(",")]
-        with_ns = {f"{r}/{p}": [] for r, p in variants}
+        variants = [(v.split("/") + [None])[:3] for v in a.container_reservations.split(",")]
+        with_ns = {"/".join(x for x in v if x): [] for v in variants}
         without_ns = []
         had_parent = {d for d in os.listdir("/sys/fs/cgroup") if os.path.isdir(f"/sys/fs/cgroup/{d}/libpod_parent")}
         try:
@@ -127,11 +145,12 @@ def main():
                 wo = timed(base + run + tail)
                 if i >= 1:
                     without_ns.append(wo)
-                for r, p in variants:
+                for r, p, st in variants:
+                    extra = ["--annotation", f"org.edfd.startup={st}"] if st else []
                     w = timed(base + run + ["--annotation", f"org.edfd.runtime={r}", "--annotation",
-                                            f"org.edfd.period={p}"] + tail)
+                                            f"org.edfd.period={p}"] + extra + tail)
                     if i >= 1:
-                        with_ns[f"{r}/{p}"].append(w)
+                        with_ns["/".join(x for x in (r, p, st) if x)].append(w)
         finally:
             subprocess.run(base + ["system", "reset", "-f"], capture_output=True)
             for d in os.listdir("/sys/fs/cgroup"):
@@ -150,7 +169,7 @@ def main():
                   f"{median_ms(without_ns):.1f} ms\t{statistics.median(xs) / statistics.median(without_ns):.2f}x\t-\treported")
         return 0
     finally:
-        for p in procs:
+        for p in list(procs):
             p.kill()
             p.wait()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -193,6 +193,9 @@ id3=$(id_of c3)
 P rm -f c3 >/dev/null 2>&1
 
 pid1=$(pid_of c1) id1=$(id_of c1) pid2=$(pid_of c2) id2=$(id_of c2)
+# Admitted when the program first sleeps after runc's exec (the start-up rule): at once for sleep.
+wait_for 5 n_reservations 1 "containers/$id1"
+wait_for 5 n_reservations 1 "containers/$id2"
 # A container that did not start has pid 0: nothing below may then look at pid 0 (ourselves).
 [ "${pid1:-0}" -gt 0 ] || pid1=none
 [ "${pid2:-0}" -gt 0 ] || pid2=none
@@ -212,6 +215,53 @@ res=$(reservations_of "containers/$id1")
 nthreads=$(ls "/proc/$pid1/task" | wc -l)
 [ "$nthreads" = 1 ] && ok "runc init's other threads are gone: one thread, one reservation" ||
         not_ok "runc init's other threads are gone: one thread, one reservation" "$nthreads threads"
+
+# ---- the start-up rule: the program's start runs as SCHED_OTHER, then it is admitted ----
+
+# A start-up of a few seconds of CPU (a shell loop), then a sleep. On a 1ms/10ms reservation the
+# loop would be throttled to a tenth of a CPU; it must run unreserved and the reservation follow.
+ctr c5 org.edfd.runtime=1ms org.edfd.period=10ms org.edfd.startup=20s -- \
+        sh -c 'i=0; while [ $i -lt 1500000 ]; do i=$((i+1)); done; sleep 30'
+id5=$(id_of c5) pid5=$(pid_of c5)
+[ "${pid5:-0}" -gt 0 ] || pid5=none
+sleep 0.3
+run chrt -p "$pid5"
+pol_during=$out
+res_during=$(reservations_of "containers/$id5")
+if [ "$rc" = 0 ] && grep -q "policy: SCHED_OTHER" <<<"$pol_during" && [ -z "$res_during" ] &&
+   [ "$(group_state "containers/$id5")" != absent ]; then
+        ok "start-up rule: during the program's start-up it runs SCHED_OTHER, its group already booked"
+else
+        not_ok "start-up rule: during the program's start-up it runs SCHED_OTHER, its group already booked" \
+                "pid $pid5" "$pol_during" "reservations: $res_during" "group: $(group_state "containers/$id5")"
+fi
+t0=$(date +%s%N)
+if wait_for 30 n_reservations 1 "containers/$id5"; then
+        t1=$(date +%s%N)
+        run chrt -p "$pid5"
+        if grep -q "SCHED_DEADLINE|SCHED_RESET_ON_FORK" <<<"$out" && grep -q "parameters: 1000000/10000000/10000000" <<<"$out"; then
+                ok "start-up rule: admitted when it first sleeps, $(( (t1 - t0) / 1000000 )) ms later"
+        else
+                not_ok "start-up rule: admitted when it first sleeps" "$out"
+        fi
+else
+        not_ok "start-up rule: admitted when it first sleeps" "no reservation within 30 s" "$(P logs c5 2>&1 | tail -3)"
+fi
+P rm -f -t 0 c5 >/dev/null 2>&1
+[ "$(group_state "containers/$id5")" = absent ] && ok "start-up rule: its group is gone after rm" ||
+        not_ok "start-up rule: its group is gone after rm" "$(group_state "containers/$id5")"
+
+# Created, never started: the watcher waits; rm removes the group, and the watcher ends with it.
+run P create --name c6 --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+        --annotation org.edfd.runtime=1ms --annotation org.edfd.period=10ms --rootfs "$tmp/rootfs" sleep 30
+id6=$(id_of c6)
+run P init c6
+[ "$rc" = 0 ] && [ "$(group_state "containers/$id6")" != absent ] && [ -z "$(reservations_of "containers/$id6")" ] &&
+        ok "created but not started (podman init): the group is booked, nothing admitted" ||
+        not_ok "created but not started (podman init): the group is booked, nothing admitted" "rc $rc" "$err" "$(group_state "containers/$id6")"
+P rm -f -t 0 c6 >/dev/null 2>&1
+[ "$(group_state "containers/$id6")" = absent ] && ok "rm of a container never started removes its group" ||
+        not_ok "rm of a container never started removes its group" "$(group_state "containers/$id6")"
 
 # ---- stop and rm give the bandwidth back; kill -9 too ----
 
@@ -233,7 +283,8 @@ P rm -f c2 >/dev/null 2>&1
 
 # ---- a fork inside: the child follows the group's fork policy (split) ----
 
-ctr c4 "${A40[@]}" -- sh -c 'sleep 2 & wait'
+# org.edfd.startup=0s: runc init admitted at createRuntime, so the shell's fork is of a deadline thread.
+ctr c4 "${A40[@]}" org.edfd.startup=0s -- sh -c 'sleep 2 & wait'
 id4=$(id_of c4)
 if [ "$rc" = 0 ] && wait_for 3 n_reservations 2 "containers/$id4"; then
         ok "sh -c 'sleep 1 & wait' inside: the child is admitted too (fork: split)"

@@ -74,6 +74,23 @@ Test(oci_state, deadline_defaults_to_period_and_group_to_none) {
         oci_request_done(&q);
 }
 
+Test(oci_state, startup_bound) {
+        OciRequest q = parse_ok("\"org.edfd.runtime\":\"1ms\",\"org.edfd.period\":\"10ms\"", true);
+        cr_assert_eq(q.startup, OCI_STARTUP_DEFAULT_NS, "1 s when absent");
+        oci_request_done(&q);
+        q = parse_ok("\"org.edfd.runtime\":\"1ms\",\"org.edfd.period\":\"10ms\",\"org.edfd.startup\":\"0s\"", true);
+        cr_assert_eq(q.startup, 0, "0s: at createRuntime");
+        oci_request_done(&q);
+        q = parse_ok("\"org.edfd.runtime\":\"1ms\",\"org.edfd.period\":\"10ms\",\"org.edfd.startup\":\"2.5s\"", true);
+        cr_assert_eq(q.startup, 2500000000);
+        oci_request_done(&q);
+        annotations_bad("\"org.edfd.runtime\":\"1ms\",\"org.edfd.period\":\"10ms\",\"org.edfd.startup\":\"2\"",
+                        "org.edfd.startup: \"2\" has no unit");
+        annotations_bad("\"org.edfd.runtime\":\"1ms\",\"org.edfd.period\":\"10ms\",\"org.edfd.startup\":\"3601s\"",
+                        "is above an hour");
+        annotations_bad("\"org.edfd.startup\":\"1s\"", "org.edfd.startup without org.edfd.runtime");
+}
+
 Test(oci_state, nothing_asked) {
         OciRequest q = parse_ok("\"io.podman.annotations.autoremove\":\"TRUE\"", true);
         cr_assert(!q.wanted);
