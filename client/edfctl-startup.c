@@ -39,34 +39,17 @@ static uint64_t mono_us(void) {
         return (uint64_t) ts.tv_sec * 1000000 + (uint64_t) ts.tv_nsec / 1000;
 }
 
-/* The child's voluntary context switches, or -1. */
-static long long voluntary_switches(pid_t pid) {
-        char path[64], line[256];
-        long long v = -1;
-        FILE *f;
-
-        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof line, f))
-                if (sscanf(line, "voluntary_ctxt_switches: %lld", &v) == 1)
-                        break;
-        fclose(f);
-        return v;
-}
-
 /* Wait until pid first sleeps or bound_us passes; false when it ended meanwhile. */
 static bool wait_first_sleep(pid_t pid, uint64_t bound_us) {
         uint64_t until = mono_us() + bound_us;
-        long long base = voluntary_switches(pid);
+        long long base = proc_voluntary_switches(pid);
         ProcStat st;
 
         for (;;) {
                 int status;
                 if (waitpid(pid, &status, WNOHANG | WNOWAIT) == pid || proc_read_stat(pid, pid, PROC_STAT_STATE, &st) < 0)
                         return false;
-                if (st.state == 'S' || (base >= 0 && voluntary_switches(pid) > base))
+                if (st.state == 'S' || (base >= 0 && proc_voluntary_switches(pid) > base))
                         return true;
                 if (st.state == 'Z' || st.state == 'X')
                         return false;

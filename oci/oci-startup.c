@@ -46,22 +46,6 @@ static int exe_of(pid_t pid, struct stat *ret) {
         return stat(path, ret) < 0 ? -errno : 0;
 }
 
-static long long voluntary_switches(pid_t pid) {
-        char path[64], line[256];
-        long long v = -1;
-        FILE *f;
-
-        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
-        f = fopen(path, "re");
-        if (!f)
-                return -1;
-        while (fgets(line, sizeof line, f))
-                if (sscanf(line, "voluntary_ctxt_switches: %lld", &v) == 1)
-                        break;
-        fclose(f);
-        return v;
-}
-
 /* Still the same process: there, and started when it was. */
 static bool same_process(pid_t pid, uint64_t start_time, ProcStat *st) {
         return proc_read_stat(pid, pid, PROC_STAT_STATE | PROC_STAT_START_TIME, st) == 0 &&
@@ -89,12 +73,12 @@ static int watch(const StartupWatch *w) {
                 pause_ns(mono_ns() - t0 < UINT64_C(60000000000) ? 1000000 : 100000000);
         }
         /* Until its first sleep after the exec, or the bound. */
-        base = voluntary_switches(w->pid);
+        base = proc_voluntary_switches(w->pid);
         until = mono_ns() + w->bound_ns;
         for (;;) {
                 if (!same_process(w->pid, w->start_time, &st))
                         return 0;
-                if (st.state == 'S' || (base >= 0 && voluntary_switches(w->pid) > base) || mono_ns() >= until)
+                if (st.state == 'S' || (base >= 0 && proc_voluntary_switches(w->pid) > base) || mono_ns() >= until)
                         break;
                 pause_ns(100000);
         }

@@ -270,3 +270,19 @@ int proc_walk_processes(ProcWalkFn cb, void *userdata) {
 int proc_walk_all_threads(ProcWalkFn cb, void *userdata) {
         return walk(true, cb, userdata);
 }
+
+long long proc_voluntary_switches(pid_t pid) {
+        char path[64], line[256];
+        long long v = -1;
+        FILE *f;
+
+        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -1;
+        while (fgets(line, sizeof line, f))
+                if (sscanf(line, "voluntary_ctxt_switches: %lld", &v) == 1)
+                        break;
+        fclose(f);
+        return v;
+}

@@ -94,3 +94,7 @@ int proc_entry_read(const ProcEntry *e, const char *file, ProcReadFlags flags, c
                     size_t *ret_len);
 /* proc_stat_parse() of the entry's stat file. Returns as proc_read_stat(). */
 int proc_entry_stat(const ProcEntry *e, unsigned fields, ProcStat *ret);
+
+/* The voluntary context switches of process pid's main thread (/proc/PID/status), or -1 when it
+ * cannot be read. A thread that slept since an earlier reading has more. */
+long long proc_voluntary_switches(pid_t pid);
