@@ -9,7 +9,7 @@
  * One handle (edfd) is one connection to edfd on the system bus (DBUS_SYSTEM_BUS_ADDRESS when
  * set). Every call that can fail returns 0 (or a count) on success and a negative errno on
  * failure; edfd_error_name() and edfd_error_message() then say why: the D-Bus error name and
- * edfd's own message ("group audio has 10% free, the request needs 20%"). The errno of each
+ * edfd's own message ("audio: 10% free, request needs 20%"). The errno of each
  * edfd error is listed in libedfd(3). Nothing in the library aborts, prints or exits: a NULL
  * pointer or a value out of range is -EINVAL with a message.
  *

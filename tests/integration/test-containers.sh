@@ -181,8 +181,7 @@ if [ "$rc" = 0 ]; then ok "container 1 (40%) starts"; else not_ok "container 1 (
 ctr c2 "${A40[@]}" -- sleep 60
 if [ "$rc" = 0 ]; then ok "container 2 (40%) starts"; else not_ok "container 2 (40%) starts" "rc $rc" "$err"; fi
 ctr c3 "${A40[@]}" -- sleep 60
-if [ "$rc" != 0 ] && grep -q "edfd-oci-hook: container [0-9a-f]\{12\}: edfd refused: .*containers" <<<"$err" &&
-   grep -q "20% free" <<<"$err"; then
+if [ "$rc" != 0 ] && grep -q "edfd-oci-hook: container [0-9a-f]\{12\}: edfd refused: containers: 20% free, request needs 40%" <<<"$err"; then
         ok "container 3 (40%) fails to start with edfd's reason"
 else
         not_ok "container 3 (40%) fails to start with edfd's reason" "rc $rc" "$err"
