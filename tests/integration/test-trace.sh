@@ -236,8 +236,12 @@ traced_tests() {
         check "overrun: it saw jobs" json_check 't["jobs"] >= 10'
         check "overrun: most jobs are throttled, with cause throttled" json_check \
                 't["throttled"] >= 0.8*t["jobs"] and t["causes"]["throttled"] >= 0.8*t["jobs"]'
+        # The runtime a job started with is known when a sample fell between its replenishment and
+        # its start; here that is about every other job (a CI run: 49 of 99, which failed a bound
+        # of one half). Every job whose start is known must show it and the overrun, and a
+        # quarter of the jobs at least must be known.
         check "overrun: the throttled jobs show the runtime they started with and an overrun" json_check \
-                'sum(1 for r in t["late_or_throttled_jobs"] if r["throttled"] and r["runtime_start_ns"] and 0 < r["runtime_start_ns"] <= 2000000 and (r["overrun_ns"] or 0) > 0) >= 0.5*t["jobs"]'
+                'sum(1 for r in t["late_or_throttled_jobs"] if r["throttled"] and r["runtime_start_ns"] and 0 < r["runtime_start_ns"] <= 2000000 and (r["overrun_ns"] or 0) > 0) >= 0.25*t["jobs"] and all(0 < r["runtime_start_ns"] <= 2000000 and (r["overrun_ns"] or 0) > 0 for r in t["late_or_throttled_jobs"] if r["throttled"] and r["runtime_start_ns"])'
         check "overrun: no events were lost" json_check 'd["lost_events"] == 0'
         check "overrun: the replenishment timer (dl_task_timer) was traced" json_check 'd["dl_task_timer_events"]'
 
