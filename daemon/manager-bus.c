@@ -226,6 +226,35 @@ static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_e
         return sd_bus_reply_method_return(msg, "t", id);
 }
 
+static int method_admit_at_start(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        Manager *m = userdata;
+        uint32_t pid;
+        uint64_t runtime, deadline, period, flags, bound;
+        const char *group;
+        AdmitRequest req;
+        OpError e = {};
+        int r;
+
+        r = sd_bus_message_read(msg, "ustttt", &pid, &group, &runtime, &deadline, &period, &flags);
+        if (r >= 0)
+                r = sd_bus_message_read(msg, "t", &bound);
+        if (r < 0)
+                return r;
+        req = (AdmitRequest) { .pid = pid, .tid = pid, .group = group, .params = { runtime, deadline, period },
+                               .flags = flags };
+        if (manager_admit_check_args(&req, &e) < 0)
+                return reply_error(ret_error, &e);
+        r = authorize_admission(m, msg, flags, "an admission at start", method_admit_at_start, &req.caller,
+                                &req.may_move, ret_error);
+        if (r <= 0)
+                return r < 0 ? r : 1;
+        if (req.pid == 0) /* the caller's own process, which is to exec next */
+                req.pid = req.tid = req.caller.pid;
+        if (manager_admit_at_start(m, &req, bound, &e) < 0)
+                return reply_error(ret_error, &e);
+        return sd_bus_reply_method_return(msg, "");
+}
+
 static int method_admit_split(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         Manager *m = userdata;
         uint32_t pid, tid1, tid2;
@@ -623,6 +652,7 @@ static int property_version(sd_bus *bus, const char *path, const char *interface
         }
 DEFERRING(method_admit)
 DEFERRING(method_admit_split)
+DEFERRING(method_admit_at_start)
 DEFERRING(method_update)
 DEFERRING(method_release)
 DEFERRING(method_release_thread)
@@ -661,6 +691,10 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_PARAM(id1) SD_BUS_PARAM(runtime1) SD_BUS_PARAM(cpu1)
                                  SD_BUS_PARAM(id2) SD_BUS_PARAM(runtime2) SD_BUS_PARAM(cpu2),
                                  method_admit_split_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("AdmitAtStart", "usttttt",
+                                 SD_BUS_PARAM(pid) SD_BUS_PARAM(group) SD_BUS_PARAM(runtime) SD_BUS_PARAM(deadline)
+                                 SD_BUS_PARAM(period) SD_BUS_PARAM(flags) SD_BUS_PARAM(bound),
+                                 "", , method_admit_at_start_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Update", "tttt",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(runtime) SD_BUS_PARAM(deadline) SD_BUS_PARAM(period),
                                  "", , method_update_deferred, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -56,6 +56,10 @@ bool admit_pending(const Manager *m, uint64_t id);
 /* At exit: answer every waiting admission with KernelRefused. */
 void admit_stop(Manager *m);
 
+/* manager-startup.c */
+/* At exit: forget the admissions that wait for their program's start. */
+void startup_stop(Manager *m);
+
 /* manager-release.c */
 /* Release res from the books (the thread was put back, or is gone), give the donor its runtime,
  * record and signal. */

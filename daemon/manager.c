@@ -485,6 +485,7 @@ Manager *manager_free(Manager *m) {
         place_free(m);
         m->capacity = capacity_free(m->capacity);
         release_stop(m);
+        startup_stop(m);
         admit_stop(m);             /* answers the waiting admissions: before the bus half goes */
         manager_bus_free(m);
         sd_bus_flush_close_unref(m->bus);

@@ -109,6 +109,13 @@ typedef struct ProcsRoom {
         Hashmap unraised;          /* pid + 1 of children seen and left SCHED_OTHER since that look */
 } ProcsRoom;
 
+/* manager-startup.c: admissions that wait for their program's start (AdmitAtStart). */
+typedef struct StartupRoom {
+        struct StartupWatch *watches;
+        size_t n;
+        sd_event_source *timer;    /* one for all: see manager-startup.c */
+} StartupRoom;
+
 typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
@@ -134,6 +141,7 @@ typedef struct Manager {
         GroupsRoom groups;
         ProcsRoom procs;
         PlaceRoom place;
+        StartupRoom startup;
         ManagerBus *bus_half;      /* owned; only manager-bus.c looks inside */
 } Manager;
 
@@ -205,6 +213,11 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
 /* The checks of an Admit's arguments alone (ids, group path, flags), for the bus before rate limits
  * and polkit: 0, or -1 with *error. manager_admit() makes them again. */
 int manager_admit_check_args(const AdmitRequest *req, OpError *error);
+/* Admit req's process (pid = tid, its main thread) when its program starts: after its next exec,
+ * at its first sleep, or bound_ns after the exec (manager-startup.c). The arguments, the group's
+ * existence, the process and its owner are checked now; the admission itself is decided then, and
+ * a refusal then is logged. Returns 0, or -1 with *error. */
+int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_ns, OpError *error);
 int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *p, OpError *error);
 /* reason is what the ReservationRemoved signal says. */
 int manager_release(Manager *m, const Caller *c, Reservation *r, const char *reason, OpError *error);

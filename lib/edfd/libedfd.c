@@ -406,10 +406,19 @@ int edfd_request_set_thread(edfd_request *q, pid_t pid, pid_t tid) {
 }
 
 /* The request's thread on the bus, and whether it is the calling thread. */
-static int request_check(edfd *e, const edfd_request *q, const char *what, uint32_t *ret_pid, uint32_t *ret_tid,
+/* The start of every call that takes a request: the handle, the request, its times, whom it is for. */
+static int request_begin(edfd *e, const edfd_request *q, const char *what, uint32_t *ret_pid, uint32_t *ret_tid,
                          bool *ret_self) {
-        pid_t pid = q->pid ?: edfd_self_pid(), tid = q->pid ? q->tid : edfd_self_tid();
+        pid_t pid, tid;
+        int r;
 
+        r = edfd_begin(e);
+        if (r < 0)
+                return r;
+        if (!q)
+                return edfd_fail(e, -EINVAL, "%s: no request (NULL)", what);
+        pid = q->pid ?: edfd_self_pid();
+        tid = q->pid ? q->tid : edfd_self_tid();
         if (q->runtime == 0)
                 return edfd_fail(e, -EINVAL, "%s: the request has no runtime (edfd_request_set_runtime())", what);
         if (q->period == 0)
@@ -427,12 +436,7 @@ int edfd_admit(edfd *e, const edfd_request *q, uint64_t *ret_id) {
         bool self;
         int r;
 
-        r = edfd_begin(e);
-        if (r < 0)
-                return r;
-        if (!q)
-                return edfd_fail(e, -EINVAL, "Admit: no request (NULL)");
-        r = request_check(e, q, "Admit", &pid, &tid, &self);
+        r = request_begin(e, q, "Admit", &pid, &tid, &self);
         if (r < 0)
                 return r;
         r = edfd_call(e, "Admit", self, &reply, "uustttt", pid, tid, q->group ?: "", q->runtime, q->deadline, q->period,
@@ -448,6 +452,23 @@ int edfd_admit(edfd *e, const edfd_request *q, uint64_t *ret_id) {
         return 0;
 }
 
+int edfd_admit_at_start(edfd *e, const edfd_request *q, uint64_t bound_ns) {
+        uint32_t pid, tid;
+        bool self;
+        int r;
+
+        r = request_begin(e, q, "AdmitAtStart", &pid, &tid, &self);
+        if (r < 0)
+                return r;
+        if (bound_ns == 0)
+                return edfd_fail(e, -EINVAL, "AdmitAtStart: the start-up bound is 0");
+        if (q->pid != 0 && tid != pid)
+                return edfd_fail(e, -EINVAL, "AdmitAtStart: thread %u is not the main thread of process %u: an "
+                                 "admission at start is of a process's main thread", tid, pid);
+        return edfd_call(e, "AdmitAtStart", false, NULL, "usttttt", q->pid ? pid : 0, q->group ?: "", q->runtime,
+                         q->deadline, q->period, q->flags, bound_ns);
+}
+
 int edfd_admit_split(edfd *e, const edfd_request *q, pid_t tid2, edfd_split **ret) {
         sd_bus_message *reply = NULL;
         edfd_split *s;
@@ -455,16 +476,13 @@ int edfd_admit_split(edfd *e, const edfd_request *q, pid_t tid2, edfd_split **re
         bool self;
         int r;
 
-        r = edfd_begin(e);
+        r = request_begin(e, q, "AdmitSplit", &pid, &tid, &self);
         if (r < 0)
                 return r;
-        if (!q || !ret)
-                return edfd_fail(e, -EINVAL, "AdmitSplit: no %s (NULL)", q ? "place for the result" : "request");
+        if (!ret)
+                return edfd_fail(e, -EINVAL, "AdmitSplit: no place for the result (NULL)");
         if (tid2 <= 0)
                 return edfd_fail(e, -EINVAL, "AdmitSplit: the second thread id %d is not a thread id", (int) tid2);
-        r = request_check(e, q, "AdmitSplit", &pid, &tid, &self);
-        if (r < 0)
-                return r;
         s = calloc(1, sizeof *s);
         if (!s)
                 return edfd_fail(e, -ENOMEM, "AdmitSplit: out of memory");

@@ -18,6 +18,9 @@
  *     partitioned group: stage 1 (runtime1, runtime1, period) on cpu1 by tid1, stage 2 (runtime2,
  *     deadline - runtime1, period) on cpu2 by tid2, released runtime1 after stage 1. Both or
  *     neither.
+ *   AdmitAtStart(u pid, s group, t runtime, t deadline, t period, t flags, t bound)
+ *     Admit pid's main thread as Admit would when its program starts: after its next exec, at its
+ *     first sleep, or bound ns after the exec. Checked at the call, decided then.
  *   ReleaseThread(u tid)
  *   ReleaseProcess(u pid) -> (u released)
  *   ListReservations() -> a(EDFD_RESERVATION_ENTRY)

@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -535,4 +537,137 @@ Test(libedfd, no_bus_is_an_error_not_an_abort) {
         cr_assert_lt(r, 0, "edfd_open on a bus that does not exist succeeded");
         cr_assert_null(e);
         cr_assert_eq(rmdir(path), 0);
+}
+
+/* A process that waits for a word on fd, then execs argv (a program that has not started yet, as a
+ * container's runtime init is at createRuntime). */
+static pid_t spawn_parked(int *ret_go, char *const argv[]) {
+        int p[2];
+        pid_t pid;
+
+        cr_assert_eq(pipe(p), 0);
+        pid = fork();
+        cr_assert(pid >= 0);
+        if (pid == 0) {
+                char c;
+                close(p[1]);
+                if (read(p[0], &c, 1) == 1)
+                        execv(argv[0], argv);
+                _exit(127);
+        }
+        close(p[0]);
+        *ret_go = p[1];
+        return pid;
+}
+
+/* The reservation of thread tid in edfd's books, waited for up to timeout_ms: its id, or 0. */
+static uint64_t wait_admitted(Harness *h, pid_t tid, unsigned timeout_ms) {
+        for (unsigned t = 0; t <= timeout_ms; t += 5) {
+                HarnessReservation *list;
+                size_t n;
+                uint64_t id = 0;
+
+                cr_assert_eq(harness_list_reservations(h, &list, &n), 0);
+                for (size_t i = 0; i < n; i++)
+                        if (list[i].tid == (uint32_t) tid)
+                                id = list[i].id;
+                harness_reservations_free(list, n);
+                if (id)
+                        return id;
+                usleep(5000);
+        }
+        return 0;
+}
+
+static uint64_t mono_ms(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+Test(libedfd, admit_at_start_waits_for_the_exec_and_the_first_sleep) {
+        Harness *h = start();
+        edfd *e = open_or_die();
+        char *sleeper[] = { (char *) "/bin/sleep", (char *) "30", NULL };
+        char *spinner[] = { (char *) "/bin/sh", (char *) "-c", (char *) "while :; do :; done", NULL };
+        edfd_request *q;
+        int go, go2, status;
+        pid_t child = spawn_parked(&go, sleeper), child2;
+        char comm[64] = "";
+        FILE *f;
+
+        /* Refused at the call, by name, and nothing watched or admitted. */
+        q = request(MS, 0, P100, NULL);
+        assert_fails(e, edfd_admit_at_start(e, q, 0), -EINVAL, NULL, "a bound of 0", "bound", NULL);
+        cr_assert_eq(edfd_request_set_thread(q, child, child + 1), 0);
+        assert_fails(e, edfd_admit_at_start(e, q, 1000 * MS), -EINVAL, NULL, "another thread than the main one",
+                     "main thread", NULL);
+        cr_assert_eq(edfd_request_set_thread(q, child, 0), 0);
+        assert_fails(e, edfd_admit_at_start(e, q, 3601 * 1000 * MS), -EINVAL, EDFD_ERROR_INVALID_PARAMETERS,
+                     "a bound above an hour", "at most 1h", NULL);
+        cr_assert_eq(edfd_request_set_group(q, "test/nosuch"), 0);
+        assert_fails(e, edfd_admit_at_start(e, q, 1000 * MS), -ENOENT, EDFD_ERROR_NO_SUCH_GROUP, "an unknown group",
+                     "test/nosuch", NULL);
+        cr_assert_eq(edfd_request_set_group(q, NULL), 0);
+        cr_assert_eq(edfd_request_set_runtime(q, 2 * P100), 0);
+        assert_fails(e, edfd_admit_at_start(e, q, 1000 * MS), -EINVAL, EDFD_ERROR_INVALID_PARAMETERS,
+                     "a runtime above the period", NULL, NULL);
+        cr_assert_eq(edfd_request_set_runtime(q, MS), 0);
+        cr_assert_eq(edfd_request_set_thread(q, 4194304, 0), 0); /* above the kernel's pid_max */
+        assert_fails(e, edfd_admit_at_start(e, q, 1000 * MS), -ESRCH, EDFD_ERROR_NO_SUCH_THREAD, "no such process",
+                     "4194304", NULL);
+        harness_assert_no_reservations(h, "after the refusals");
+
+        /* Watched: nothing admitted before the exec, the same process refused a second watch. */
+        cr_assert_eq(edfd_request_set_thread(q, child, 0), 0);
+        cr_assert_eq(edfd_admit_at_start(e, q, 1000 * MS), 0, "admit at start: %s", edfd_error_message(e));
+        assert_cleared(e, "admit at start");
+        assert_fails(e, edfd_admit_at_start(e, q, 1000 * MS), -EINVAL, EDFD_ERROR_INVALID_PARAMETERS,
+                     "a second watch of one process", "already waits for its start", NULL);
+        usleep(50 * 1000);
+        harness_assert_no_reservations(h, "before the exec");
+        harness_assert_other(child);
+
+        /* The exec, then its first sleep: admitted, as the program (sleep). */
+        cr_assert_eq(write(go, "g", 1), 1);
+        close(go);
+        cr_assert_neq(wait_admitted(h, child, 2000), 0, "not admitted within 2 s of its exec");
+        harness_assert_dl(child, MS, P100, P100, 0);
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/comm", (int) child);
+        f = fopen(path, "r");
+        cr_assert_not_null(f);
+        cr_assert_not_null(fgets(comm, sizeof comm, f));
+        fclose(f);
+        cr_assert_str_eq(comm, "sleep\n", "admitted before its exec: comm %s", comm);
+        cr_assert_eq(edfd_release_process(e, child), 1);
+        kill(child, SIGKILL);
+        waitpid(child, &status, 0);
+
+        /* A program that never sleeps: admitted when the bound has passed after its exec. */
+        child2 = spawn_parked(&go2, spinner);
+        cr_assert_eq(edfd_request_set_thread(q, child2, 0), 0);
+        cr_assert_eq(edfd_admit_at_start(e, q, 300 * MS), 0, "admit at start: %s", edfd_error_message(e));
+        uint64_t t0 = mono_ms();
+        cr_assert_eq(write(go2, "g", 1), 1);
+        close(go2);
+        cr_assert_neq(wait_admitted(h, child2, 3000), 0, "not admitted within 3 s");
+        uint64_t waited = mono_ms() - t0;
+        cr_assert(waited >= 290, "admitted %" PRIu64 " ms after the exec, before its bound of 300 ms", waited);
+        harness_assert_dl(child2, MS, P100, P100, 0);
+        kill(child2, SIGKILL);
+        waitpid(child2, &status, 0);
+
+        /* One that ends before its exec: the watch ends with it, and the pid may be watched no more. */
+        child = spawn_parked(&go, sleeper);
+        cr_assert_eq(edfd_request_set_thread(q, child, 0), 0);
+        cr_assert_eq(edfd_admit_at_start(e, q, 1000 * MS), 0, "admit at start: %s", edfd_error_message(e));
+        close(go); /* EOF: it exits without an exec */
+        waitpid(child, &status, 0);
+        usleep(50 * 1000);
+        harness_assert_no_reservations(h, "after a watched process ended before its exec");
+
+        edfd_request_free(q);
+        edfd_close(e);
+        harness_stop(h);
 }
