@@ -9,7 +9,8 @@
  * annotations, checks them against its configuration (which groups containers may use, and how
  * much one container may ask there) and the bundle's config.json (no SCHED_DEADLINE of its own),
  * makes the group GROUP/ID for this container with exactly the container's bandwidth, and admits
- * the process's main thread into it. Any failure removes what it made and exits 1 with the reason
+ * the process's main thread into it: by default when the container's program first sleeps after
+ * runc's exec (edfd watches for that: AdmitAtStart), with org.edfd.startup=0s at once. Any failure removes what it made and exits 1 with the reason
  * on standard error, which fails the container's creation: the engine shows the reason.
  *
  * poststop: the container's processes are gone; whatever edfd still holds in GROUP/ID (edfd gives
@@ -35,7 +36,6 @@
 #include "core/bandwidth.h"
 #include "core/duration.h"
 #include "oci-hook.h"
-#include "oci-startup.h"
 
 #define DEFAULT_CONFIG EDFD_OCI_HOOK_CONFIG_PATH
 
@@ -265,28 +265,6 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
                 err("edfd refused: %s", edfd_error_message(e));
                 goto out;
         }
-        if (q.startup > 0) {
-                /* The bandwidth is booked by the group; the thread is admitted when its program
-                 * first sleeps (oci-startup.c). */
-                StartupWatch w = { .id = container, .group = path, .runtime = q.runtime, .deadline = q.deadline,
-                                   .period = q.period, .bound_ns = q.startup };
-
-                r = startup_watch_prepare(q.pid, &w);
-                if (r < 0) {
-                        err("cannot read the container's process %d: %s", (int) q.pid, strerror(-r));
-                        (void) edfd_group_remove(e, path);
-                        goto out;
-                }
-                r = startup_watch_start(&w);
-                if (r < 0) {
-                        err("cannot start the watcher that admits the container after its start-up: %s",
-                            strerror(-r));
-                        (void) edfd_group_remove(e, path);
-                        goto out;
-                }
-                ret = 0;
-                goto out;
-        }
         if (edfd_request_new(&rq) < 0 || edfd_request_set_thread(rq, q.pid, q.pid) < 0 ||
             edfd_request_set_group(rq, path) < 0 || edfd_request_set_runtime(rq, q.runtime) < 0 ||
             edfd_request_set_deadline(rq, q.deadline) < 0 || edfd_request_set_period(rq, q.period) < 0) {
@@ -294,7 +272,13 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
                 (void) edfd_group_remove(e, path);
                 goto out;
         }
-        r = edfd_admit(e, rq, &id);
+        if (q.startup > 0)
+                /* The bandwidth is booked by the group; edfd admits the process when its program
+                 * first sleeps after runc's exec (or the bound has passed): runc init's remaining
+                 * start-up, the exec, the loader and the program's initialization run unreserved. */
+                r = edfd_admit_at_start(e, rq, q.startup);
+        else
+                r = edfd_admit(e, rq, &id);
         if (r < 0) {
                 err("edfd refused: %s", edfd_error_message(e));
                 (void) edfd_group_remove(e, path);

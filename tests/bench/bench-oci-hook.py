@@ -5,7 +5,7 @@
   bench-edfd -- bench-oci-hook.py HOOK EDFCTL [--iterations N] [--starts N] [--no-podman]
 
 1. The hook at createRuntime, exec to exit (the OCI state on stdin, a bundle, a parked process;
-   with the default start-up rule: its group made and its watcher started), against a one-shot
+   with the default start-up rule: its group made and AdmitAtStart asked), against a one-shot
    `edfctl admit -T 4ms -P 10ms -p PID` of such a process, exec to exit.
    Releasing (the hook's poststop, `edfctl release`) is done between samples and not timed.
    The target: at most 1.2x.
@@ -78,7 +78,7 @@ def main():
 
         def parked():
             """A process that stays parked, as runc init is until the start; a fresh one each time,
-            so that the hook's watcher (which waits for its exec) ends with it."""
+            so that edfd's watch of it (which waits for its exec) ends with it."""
             v = subprocess.Popen(["sleep", "3600"])
             procs.append(v)
             return v

@@ -250,7 +250,7 @@ P rm -f -t 0 c5 >/dev/null 2>&1
 [ "$(group_state "containers/$id5")" = absent ] && ok "start-up rule: its group is gone after rm" ||
         not_ok "start-up rule: its group is gone after rm" "$(group_state "containers/$id5")"
 
-# Created, never started: the watcher waits; rm removes the group, and the watcher ends with it.
+# Created, never started: edfd watches; rm removes the group, and the watch ends with the process.
 run P create --name c6 --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
         --annotation org.edfd.runtime=1ms --annotation org.edfd.period=10ms --rootfs "$tmp/rootfs" sleep 30
 id6=$(id_of c6)
@@ -350,6 +350,29 @@ r1=$rc
 run "$hook" --config "$tmp/oci-hook.yaml" poststop < <(state ffff0003 stopped 0 "$tmp/bundle" '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
 [ "$r1" = 0 ] && [ "$rc" = 0 ] && [ -z "$err" ] && ok "poststop for a container with nothing left, twice: exit 0" ||
         not_ok "poststop for a container with nothing left, twice: exit 0" "rc $r1 $rc" "$err"
+# The start-up rule is edfd's to carry out (AdmitAtStart): the hook leaves no process behind, and
+# its output closes when it exits (an engine reads it until then).
+t0=$(date +%s%N)
+hook_out=$("$hook" --config "$tmp/oci-hook.yaml" createRuntime < <(state ffff0004 creating "$victim" "$tmp/bundle" \
+        '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"') 2>&1; echo "rc=$?")
+t1=$(date +%s%N)
+left=$(pgrep -x edfd-oci-hook || true)
+if [ "$hook_out" = rc=0 ] && [ $(( (t1 - t0) / 1000000 )) -lt 3000 ] && [ -z "$left" ] &&
+   [ "$(group_state containers/ffff0004)" != absent ] && [ -z "$(reservations_of containers/ffff0004)" ]; then
+        ok "start-up rule: the hook books the group, admits nothing yet, leaves no process and its output closes"
+else
+        not_ok "start-up rule: the hook books the group, admits nothing yet, leaves no process and its output closes" \
+                "$hook_out" "$(( (t1 - t0) / 1000000 )) ms" "left: $left" "$(group_state containers/ffff0004)"
+fi
+run "$hook" --config "$tmp/oci-hook.yaml" poststop < <(state ffff0004 stopped "$victim" "$tmp/bundle" '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
+[ "$rc" = 0 ] && [ "$(group_state containers/ffff0004)" = absent ] && ok "poststop of a container never started removes its group" ||
+        not_ok "poststop of a container never started removes its group" "rc $rc" "$err"
+run "$hook" --config "$tmp/oci-hook.yaml" createRuntime < <(state ffff0005 creating "$victim" "$tmp/bundle" \
+        '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
+[ "$rc" = 1 ] && grep -q "edfd refused: process $victim already waits for its start" <<<"$err" &&
+   [ "$(group_state containers/ffff0005)" = absent ] &&
+        ok "start-up rule: another admission at start of a process edfd watches already is refused by name, nothing left" ||
+        not_ok "start-up rule: another admission at start of a process edfd watches already is refused by name, nothing left" "rc $rc" "$err"
 kill "$victim"; wait "$victim" 2>/dev/null
 
 # ---- what the node tells a cluster scheduler: the open groups' size, not what is free ----
