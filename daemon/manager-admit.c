@@ -305,16 +305,54 @@ int manager_admit_check_args(const AdmitRequest *req, OpError *error) {
         return 0;
 }
 
-int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError *error) {
-        AdmitProbe probe = { .m = m, .t = SCHED_TARGET_NULL };
+/* Decide req in the core (every rule of core/admission.h, in its order), then where it goes. 0 with
+ * *ret, *ret_partitioned, *ret_cpu and the thread pinned in probe->t (the caller's to keep or
+ * drop), or -1 with *error and nothing pinned. */
+static int decide(Manager *m, const AdmitRequest *req, AdmitProbe *probe, AdmissionDecision *ret,
+                  bool *ret_partitioned, uint32_t *ret_cpu, OpError *error) {
         AdmissionRequest areq = {
                 .pid = req->pid, .tid = req->tid, .group = req->group,
                 .default_group = m->config ? m->config->default_group : NULL,
                 .params = req->params, .flags = req->flags,
                 .caller = manager_admission_caller(m, &req->caller),
                 .may_move = req->may_move, .cgroups_usable = m->groups.usable,
-                .probe = admit_probe, .probe_userdata = &probe,
+                .probe = admit_probe, .probe_userdata = probe,
         };
+        Refusal rf;
+        int r;
+
+        r = admission_decide(m->tree, &areq, ret, &rf);
+        if (r != 0) {
+                sched_target_done(&probe->t);
+                if (r > 0)
+                        return op_refused(error, &rf);
+                if (r == -EMFILE || r == -ENFILE)
+                        return op_errno(error, r,
+                                        "holding the thread (edfd keeps a pidfd per reservation: raise its LimitNOFILE=)");
+                return op_errno(error, r, probe->pin_error ? "pinning the thread" : "admission");
+        }
+        /* Where: globally, or on the CPU of a partition that the exact test chose (manager-place.c). */
+        if (place_decide(m, ret->group, &ret->params, req->forced_cpu, ret_partitioned, ret_cpu, error) < 0) {
+                sched_target_done(&probe->t);
+                return -1;
+        }
+        return 0;
+}
+
+int manager_admit_decide(Manager *m, const AdmitRequest *req, OpError *error) {
+        AdmitProbe probe = { .m = m, .t = SCHED_TARGET_NULL };
+        AdmissionDecision d;
+        bool partitioned;
+        uint32_t cpu;
+
+        if (decide(m, req, &probe, &d, &partitioned, &cpu, error) < 0)
+                return -1;
+        sched_target_done(&probe.t);
+        return 0;
+}
+
+int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError *error) {
+        AdmitProbe probe = { .m = m, .t = SCHED_TARGET_NULL };
         SchedTarget t;
         AdmissionDecision d;
         ReservationSpec spec;
@@ -322,30 +360,15 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
         SchedInfo si;
         Refusal rf;
         uid_t owner;
-        int r;
-
-        /* Decide: every rule is the admission module's (core/admission.h), in its order. */
-        r = admission_decide(m->tree, &areq, &d, &rf);
-        t = probe.t;
-        si = probe.si;
-        if (r != 0) {
-                sched_target_done(&t);
-                if (r > 0)
-                        return op_refused(error, &rf);
-                if (r == -EMFILE || r == -ENFILE)
-                        return op_errno(error, r,
-                                        "holding the thread (edfd keeps a pidfd per reservation: raise its LimitNOFILE=)");
-                return op_errno(error, r, probe.pin_error ? "pinning the thread" : "admission");
-        }
-        owner = d.owner;
-
-        /* Where: globally, or on the CPU of a partition that the exact test chose (manager-place.c). */
         bool partitioned;
         uint32_t cpu;
-        if (place_decide(m, d.group, &d.params, req->forced_cpu, &partitioned, &cpu, error) < 0) {
-                sched_target_done(&t);
+        int r;
+
+        if (decide(m, req, &probe, &d, &partitioned, &cpu, error) < 0)
                 return -1;
-        }
+        t = probe.t;
+        si = probe.si;
+        owner = d.owner;
 
         /* Apply the decision to the books. */
         spec = (ReservationSpec) {

@@ -13,9 +13,10 @@
  * after its exec, every 100 ms otherwise (created and never started). A watch ends when its
  * process is admitted, ends, or is replaced (another start time under the pid), and at exit. It is
  * not recorded in the state journal: an edfd that restarts meanwhile forgets it, and the caller's
- * booking (edfd-oci-hook's per-container group) stays until the caller removes it. Nothing is
- * booked here: the admission is decided when the program starts; a caller that must not be refused
- * then books the room first (a group of its own, as edfd-oci-hook does). */
+ * booking (edfd-oci-hook's per-container group) stays until the caller removes it. The request is
+ * decided at the call as Admit would decide it (a refusal is the caller's answer), but nothing is
+ * booked: it is decided again when the program starts, and a caller that must not be refused then
+ * books the room first (a group of its own, as edfd-oci-hook does as root). */
 
 #include "config.h"
 
@@ -173,12 +174,9 @@ static int arm(Manager *m) {
 
 int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_ns, OpError *error) {
         const char *path = req->group && *req->group ? req->group : m->config ? m->config->default_group : NULL;
-        DlParams p = req->params;
         StartupWatch *w;
         struct stat exe;
         ProcStat st;
-        uint64_t bw;
-        Refusal rf;
         pid_t pid;
         int r;
 
@@ -189,21 +187,16 @@ int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_n
                                "as both pid and tid");
         if (bound_ns == 0 || bound_ns > STARTUP_BOUND_MAX)
                 return op_fail(error, OP_INVALID, "the start-up bound must be above 0 and at most 1h");
-        if (admission_params(&m->tree->limits, &p, &bw, &rf) != 0)
-                return op_refused(error, &rf);
-        if (!tree_find_group(m->tree, path ? path : "/")) {
-                rf = (Refusal) { .outcome = ADMIT_NO_SUCH_GROUP, .name = path ? path : "/" };
-                return op_refused(error, &rf);
-        }
         pid = (pid_t) req->pid;
-        if (tree_find_thread(m->tree, req->tid))
-                return op_fail(error, OP_INVALID, "process %" PRIu64 " already holds a reservation", req->pid);
         for (const StartupWatch *v = m->startup.watches; v; v = v->next)
                 if (v->req.pid == req->pid)
                         return op_fail(error, OP_INVALID, "process %" PRIu64 " already waits for its start", req->pid);
         if (m->startup.n >= STARTUP_WATCHES_MAX)
                 return op_fail(error, OP_LIMIT_EXCEEDED, "%d admissions already wait for their programs' start",
                                STARTUP_WATCHES_MAX);
+        /* As it would be decided now: the process, its owner, the group, the room, the limits. */
+        if (manager_admit_decide(m, req, error) < 0)
+                return -1;
         r = proc_read_stat(pid, pid, PROC_STAT_START_TIME, &st);
         if (r >= 0)
                 r = exe_of(pid, &exe);
@@ -211,11 +204,6 @@ int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_n
                 return r == -ENOENT || r == -ESRCH
                                ? op_fail(error, OP_NO_SUCH_THREAD, "no process %" PRIu64, req->pid)
                                : op_errno(error, r, "reading the process");
-        if (req->caller.uid != 0) {
-                uid_t owner;
-                if (authz_process_owner(pid, &owner) < 0 || owner != req->caller.uid)
-                        return op_fail(error, OP_PERMISSION_DENIED, "process %" PRIu64 " is not yours", req->pid);
-        }
 
         w = calloc(1, sizeof *w);
         if (!w || !(w->group = strdup(req->group ? req->group : ""))) {

@@ -213,10 +213,13 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
 /* The checks of an Admit's arguments alone (ids, group path, flags), for the bus before rate limits
  * and polkit: 0, or -1 with *error. manager_admit() makes them again. */
 int manager_admit_check_args(const AdmitRequest *req, OpError *error);
+/* Every check and decision of manager_admit() (the core's rules, the room, the placement), and
+ * nothing applied or recorded: 0 when it would be admitted now, or -1 with *error. */
+int manager_admit_decide(Manager *m, const AdmitRequest *req, OpError *error);
 /* Admit req's process (pid = tid, its main thread) when its program starts: after its next exec,
- * at its first sleep, or bound_ns after the exec (manager-startup.c). The arguments, the group's
- * existence, the process and its owner are checked now; the admission itself is decided then, and
- * a refusal then is logged. Returns 0, or -1 with *error. */
+ * at its first sleep, or bound_ns after the exec (manager-startup.c). Decided now as
+ * manager_admit_decide() decides (the room, the limits, the placement), and again at the start,
+ * where a refusal is logged. Returns 0, or -1 with *error. */
 int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_ns, OpError *error);
 int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *p, OpError *error);
 /* reason is what the ReservationRemoved signal says. */

@@ -94,10 +94,10 @@ int edfd_admit(edfd *e, const edfd_request *q, uint64_t *ret_id);
  * that, or bound_ns (> 0, at most an hour) after the exec, whichever comes first. The exec, the
  * dynamic loader and the program's start-up so run as SCHED_OTHER, not on the first budgets. q's
  * thread is a process's main thread (tid 0 or equal to pid); pid 0 means the calling process, which
- * is to exec next. The request, the group, the process and who owns it are checked now; the
- * admission itself is decided at the start, and a refusal then is in edfd's log: book the room
- * first (a group of its own) where that must not happen. Returns 0 once edfd watches, or negative
- * errno: -EINVAL, -ENOENT no such group, -ESRCH no such process, -EACCES not yours, ... */
+ * is to exec next. The request is decided now as edfd_admit() would decide it, but nothing is
+ * booked: it is decided again at the start, and a refusal then is in edfd's log; book the room
+ * first (a group of its own) where that must not happen. Returns 0 once edfd watches, or
+ * edfd_admit()'s negative errno (-ENOSPC, -ENOENT, -ESRCH, -EACCES, ...), or -EINVAL. */
 int edfd_admit_at_start(edfd *e, const edfd_request *q, uint64_t bound_ns);
 
 typedef struct edfd_split edfd_split;

@@ -612,6 +612,10 @@ Test(libedfd, admit_at_start_waits_for_the_exec_and_the_first_sleep) {
         cr_assert_eq(edfd_request_set_runtime(q, 2 * P100), 0);
         assert_fails(e, edfd_admit_at_start(e, q, 1000 * MS), -EINVAL, EDFD_ERROR_INVALID_PARAMETERS,
                      "a runtime above the period", NULL, NULL);
+        cr_assert_eq(edfd_request_set_runtime(q, 20 * MS), 0); /* 20% in test/a, which has 10% */
+        cr_assert_eq(edfd_request_set_thread(q, child, 0), 0);
+        assert_fails(e, edfd_admit_at_start(e, q, 1000 * MS), -ENOSPC, EDFD_ERROR_OVER_BUDGET,
+                     "more than the group has: decided at the call", "test/a", NULL);
         cr_assert_eq(edfd_request_set_runtime(q, MS), 0);
         cr_assert_eq(edfd_request_set_thread(q, 4194304, 0), 0); /* above the kernel's pid_max */
         assert_fails(e, edfd_admit_at_start(e, q, 1000 * MS), -ESRCH, EDFD_ERROR_NO_SUCH_THREAD, "no such process",
