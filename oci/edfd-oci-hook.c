@@ -207,6 +207,30 @@ static int read_state(const char *state, size_t len, bool want_params, OciReques
         return 0;
 }
 
+/* A rootless engine runs its hooks as its user: no group of the container's own then (see
+ * stage_create). Its runtime runs them inside the engine's user namespace, where the user is
+ * mapped to root: what counts is the uid edfd sees, the effective uid mapped out to the initial
+ * namespace through /proc/self/uid_map. */
+static bool rootless;
+
+/* Whether euid is root outside every user namespace: true only when uid_map maps euid to 0. An
+ * unreadable map is taken as not root (edfd then decides on the uid it sees). */
+static bool outside_root(uid_t euid) {
+        FILE *f = fopen("/proc/self/uid_map", "re");
+        unsigned long inside, outside, count;
+        bool root = false;
+
+        if (!f)
+                return false;
+        while (fscanf(f, "%lu %lu %lu", &inside, &outside, &count) == 3)
+                if (euid >= inside && euid - inside < count) {
+                        root = outside + (euid - inside) == 0;
+                        break;
+                }
+        fclose(f);
+        return root;
+}
+
 static int stage_create(const char *config_path, const char *state, size_t len) {
         OciRequest q = {};
         HookConfig c = {};
@@ -246,30 +270,44 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
                 report(r, &why);
                 goto out;
         }
-        r = hook_container_group(group, q.id, &path, &why);
-        if (r < 0) {
-                report(r, &why);
-                goto out;
+        if (rootless) {
+                /* No group of its own: making groups is root's (or polkit's manage action). The
+                 * reservation goes into the group itself, held to edfd's rules for this user (the
+                 * group's users, the user's limits), and is released by edfd when it exits. */
+                path = strdup(group);
+                if (!path) {
+                        err("out of memory");
+                        goto out;
+                }
+        } else {
+                r = hook_container_group(group, q.id, &path, &why);
+                if (r < 0) {
+                        report(r, &why);
+                        goto out;
+                }
         }
 
         if (open_edfd(&e) < 0)
                 goto out;
-        r = edfd_group_create(e, path, q.runtime, q.period);
-        if (r == -EEXIST) {
-                /* Left by a container of the same id whose poststop never ran (a crash): clean it. */
-                if (clean_group(e, path) < 0)
-                        goto out;
+        if (!rootless) {
                 r = edfd_group_create(e, path, q.runtime, q.period);
-        }
-        if (r < 0) {
-                err("edfd refused: %s", edfd_error_message(e));
-                goto out;
+                if (r == -EEXIST) {
+                        /* Left by a container of the same id whose poststop never ran (a crash): clean it. */
+                        if (clean_group(e, path) < 0)
+                                goto out;
+                        r = edfd_group_create(e, path, q.runtime, q.period);
+                }
+                if (r < 0) {
+                        err("edfd refused: %s", edfd_error_message(e));
+                        goto out;
+                }
         }
         if (edfd_request_new(&rq) < 0 || edfd_request_set_thread(rq, q.pid, q.pid) < 0 ||
             edfd_request_set_group(rq, path) < 0 || edfd_request_set_runtime(rq, q.runtime) < 0 ||
             edfd_request_set_deadline(rq, q.deadline) < 0 || edfd_request_set_period(rq, q.period) < 0) {
                 err("out of memory");
-                (void) edfd_group_remove(e, path);
+                if (!rootless)
+                        (void) edfd_group_remove(e, path);
                 goto out;
         }
         if (q.startup > 0)
@@ -281,7 +319,8 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
                 r = edfd_admit(e, rq, &id);
         if (r < 0) {
                 err("edfd refused: %s", edfd_error_message(e));
-                (void) edfd_group_remove(e, path);
+                if (!rootless)
+                        (void) edfd_group_remove(e, path);
                 goto out;
         }
         ret = 0;
@@ -307,8 +346,8 @@ static int stage_poststop(const char *config_path, const char *state, size_t len
 
         if (read_state(state, len, false, &q) < 0)
                 goto out;
-        if (q.sandbox || !q.wanted) {
-                ret = 0;
+        if (q.sandbox || !q.wanted || rootless) {
+                ret = 0; /* rootless: no group of its own, and edfd released the threads as they exited */
                 goto out;
         }
         group = q.group;
@@ -419,6 +458,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "%s: unknown stage \"%s\" (createRuntime or poststop)\n", prog, stage);
                 return 2;
         }
+        rootless = !outside_root(geteuid());
         n = read_all(STDIN_FILENO, OCI_STATE_MAX, &state);
         if (n < 0) {
                 err("cannot read the OCI state on standard input: %s",
