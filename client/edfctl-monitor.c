@@ -36,8 +36,18 @@ static void comm_suffix(uint32_t pid, uint32_t tid, char *buf, size_t size) {
                 buf[0] = '\0';
 }
 
+/* " on cpuN" for a reservation of partitioned placement, else "". */
+static void cpu_suffix(const edfd_event *ev, char *buf, size_t size) {
+        int cpu = edfd_event_cpu(ev);
+
+        if (cpu >= 0)
+                snprintf(buf, size, " on cpu%d", cpu);
+        else
+                buf[0] = '\0';
+}
+
 static int on_event(edfd *e, const edfd_event *ev, void *userdata) {
-        char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX], comm[32];
+        char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX], comm[32], where[24];
         edfd_event_type type = edfd_event_get_type(ev);
         uint32_t pid = (uint32_t) edfd_event_pid(ev), tid = (uint32_t) edfd_event_tid(ev);
         int *ex = userdata;
@@ -47,17 +57,19 @@ static int on_event(edfd *e, const edfd_event *ev, void *userdata) {
         case EDFD_EVENT_REMOVED: {
                 bool added = type == EDFD_EVENT_ADDED;
                 comm_suffix(pid, tid, comm, sizeof comm);
+                cpu_suffix(ev, where, sizeof where);
                 stamp();
-                printf("%-8s #%" PRIu64 " pid %" PRIu32 " tid %" PRIu32 "%s %s %s (%s)\n", added ? "added" : "removed",
+                printf("%-8s #%" PRIu64 " pid %" PRIu32 " tid %" PRIu32 "%s %s %s%s (%s)\n", added ? "added" : "removed",
                        edfd_event_id(ev), pid, tid, added ? comm : "", added ? "in" : "from", edfd_event_group(ev),
-                       edfd_event_reason(ev));
+                       where, edfd_event_reason(ev));
                 break;
         }
         case EDFD_EVENT_CHANGED:
                 stamp();
-                printf("%-8s #%" PRIu64 " now %s/%s/%s (%s)\n", "changed", edfd_event_id(ev),
+                cpu_suffix(ev, where, sizeof where);
+                printf("%-8s #%" PRIu64 " now %s/%s/%s%s (%s)\n", "changed", edfd_event_id(ev),
                        duration_format(edfd_event_runtime(ev), a), duration_format(edfd_event_deadline(ev), b),
-                       duration_format(edfd_event_period(ev), c), edfd_event_reason(ev));
+                       duration_format(edfd_event_period(ev), c), where, edfd_event_reason(ev));
                 break;
         case EDFD_EVENT_SPLIT:
                 stamp();

@@ -716,15 +716,15 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD("Subscribe", "", "", method_subscribe, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD("Unsubscribe", "", "", method_unsubscribe, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("Echo", "t", SD_BUS_PARAM(value), "t", SD_BUS_PARAM(value), method_echo, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_SIGNAL_WITH_NAMES("ReservationAdded", "tuuss",
+        SD_BUS_SIGNAL_WITH_NAMES("ReservationAdded", "tuussa{sv}",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group)
-                                 SD_BUS_PARAM(reason), 0),
+                                 SD_BUS_PARAM(reason) SD_BUS_PARAM(fields), 0),
         SD_BUS_SIGNAL_WITH_NAMES("ReservationRemoved", "tuuss",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group)
                                  SD_BUS_PARAM(reason), 0),
-        SD_BUS_SIGNAL_WITH_NAMES("ReservationChanged", "tttts",
+        SD_BUS_SIGNAL_WITH_NAMES("ReservationChanged", "ttttsa{sv}",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(runtime) SD_BUS_PARAM(deadline) SD_BUS_PARAM(period)
-                                 SD_BUS_PARAM(reason), 0),
+                                 SD_BUS_PARAM(reason) SD_BUS_PARAM(fields), 0),
         SD_BUS_SIGNAL_WITH_NAMES("Split", "tt", SD_BUS_PARAM(donor_id) SD_BUS_PARAM(child_id), 0),
         SD_BUS_SIGNAL("GroupsChanged", "", 0),
         SD_BUS_VTABLE_END,
@@ -845,8 +845,14 @@ void manager_bus_defer_end(Manager *m) {
         b->n_deferred = 0;
 }
 
+/* The further fields of ReservationAdded and ReservationChanged: "cpu" (u) for a reservation of
+ * partitioned placement, nothing for global placement. */
 void manager_bus_emit_added(Manager *m, const Reservation *r, const char *reason) {
-        emit(m, "ReservationAdded", "tuuss", r->id, r->pid, r->tid, r->group->path, reason);
+        if (r->partitioned)
+                emit(m, "ReservationAdded", "tuussa{sv}", r->id, r->pid, r->tid, r->group->path, reason, (unsigned) 1,
+                     "cpu", "u", r->cpu);
+        else
+                emit(m, "ReservationAdded", "tuussa{sv}", r->id, r->pid, r->tid, r->group->path, reason, (unsigned) 0);
 }
 
 void manager_bus_emit_removed(Manager *m, uint64_t id, uint32_t pid, uint32_t tid, const char *group,
@@ -855,7 +861,12 @@ void manager_bus_emit_removed(Manager *m, uint64_t id, uint32_t pid, uint32_t ti
 }
 
 void manager_bus_emit_changed(Manager *m, const Reservation *r, const char *reason) {
-        emit(m, "ReservationChanged", "tttts", r->id, r->params.runtime, r->params.deadline, r->params.period, reason);
+        if (r->partitioned)
+                emit(m, "ReservationChanged", "ttttsa{sv}", r->id, r->params.runtime, r->params.deadline,
+                     r->params.period, reason, (unsigned) 1, "cpu", "u", r->cpu);
+        else
+                emit(m, "ReservationChanged", "ttttsa{sv}", r->id, r->params.runtime, r->params.deadline,
+                     r->params.period, reason, (unsigned) 0);
 }
 
 void manager_bus_emit_split(Manager *m, uint64_t donor, uint64_t child) {

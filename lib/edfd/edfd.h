@@ -283,6 +283,9 @@ const char *edfd_event_reason(const edfd_event *ev);
 uint64_t edfd_event_runtime(const edfd_event *ev);
 uint64_t edfd_event_deadline(const edfd_event *ev);
 uint64_t edfd_event_period(const edfd_event *ev);
+/* ADDED and CHANGED of a reservation of partitioned placement: its CPU (after a move by the
+ * partition's reaction, the new one). -1 for global placement and other events. Since 0.1. */
+int edfd_event_cpu(const edfd_event *ev);
 
 /* For __attribute__((cleanup)): edfd *e __attribute__((cleanup(edfd_closep))) = NULL; */
 static inline void edfd_closep(edfd **e) {

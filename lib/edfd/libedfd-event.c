@@ -18,8 +18,31 @@ struct edfd_event {
         edfd_event_type type;
         uint64_t id, child_id, runtime, deadline, period;
         uint32_t pid, tid;
+        int cpu;                   /* -1: none said (global placement, or an older edfd) */
         const char *group, *reason;
 };
+
+/* The further fields (a{sv}) after a signal's fixed ones, when there are: "cpu" (u). Others, and
+ * fields of another type, are skipped. */
+static void read_fields(sd_bus_message *m, edfd_event *ev) {
+        const char *key;
+
+        if (sd_bus_message_enter_container(m, 'a', "{sv}") <= 0)
+                return;
+        while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
+                uint32_t cpu;
+
+                if (sd_bus_message_read(m, "s", &key) < 0)
+                        return;
+                if (strcmp(key, "cpu") == 0 && sd_bus_message_read(m, "v", "u", &cpu) > 0 && cpu <= INT32_MAX)
+                        ev->cpu = (int) cpu;
+                else if (sd_bus_message_skip(m, "v") < 0)
+                        return;
+                if (sd_bus_message_exit_container(m) < 0)
+                        return;
+        }
+        (void) sd_bus_message_exit_container(m);
+}
 
 static void deliver(edfd *e, edfd_event *ev) {
         int r;
@@ -39,7 +62,7 @@ static void deliver(edfd *e, edfd_event *ev) {
 static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         edfd *e = userdata;
         const char *member = sd_bus_message_get_member(m);
-        edfd_event ev = {};
+        edfd_event ev = { .cpu = -1 };
         int r = 0;
 
         if (!member)
@@ -47,9 +70,13 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         if (strcmp(member, "ReservationAdded") == 0 || strcmp(member, "ReservationRemoved") == 0) {
                 ev.type = member[11] == 'A' ? EDFD_EVENT_ADDED : EDFD_EVENT_REMOVED;
                 r = sd_bus_message_read(m, "tuuss", &ev.id, &ev.pid, &ev.tid, &ev.group, &ev.reason);
+                if (r > 0)
+                        read_fields(m, &ev);
         } else if (strcmp(member, "ReservationChanged") == 0) {
                 ev.type = EDFD_EVENT_CHANGED;
                 r = sd_bus_message_read(m, "tttts", &ev.id, &ev.runtime, &ev.deadline, &ev.period, &ev.reason);
+                if (r > 0)
+                        read_fields(m, &ev);
         } else if (strcmp(member, "Split") == 0) {
                 ev.type = EDFD_EVENT_SPLIT;
                 r = sd_bus_message_read(m, "tt", &ev.id, &ev.child_id);
@@ -70,7 +97,7 @@ static int on_subscribed(sd_bus_message *reply, void *userdata, sd_bus_error *re
 static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         edfd *e = userdata;
         const char *name, *old_owner, *new_owner;
-        edfd_event ev = {};
+        edfd_event ev = { .cpu = -1 };
 
         if (sd_bus_message_read(m, "sss", &name, &old_owner, &new_owner) < 0 || strcmp(name, EDFD_BUS_NAME) != 0)
                 return 0;
@@ -87,7 +114,7 @@ static int on_owner_changed(sd_bus_message *m, void *userdata, sd_bus_error *ret
 
 static int on_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *ret_error) {
         edfd *e = userdata;
-        edfd_event ev = { .type = EDFD_EVENT_DISCONNECTED };
+        edfd_event ev = { .type = EDFD_EVENT_DISCONNECTED, .cpu = -1 };
 
         e->disconnected = true;
         deliver(e, &ev);
@@ -241,4 +268,7 @@ uint64_t edfd_event_deadline(const edfd_event *ev) {
 }
 uint64_t edfd_event_period(const edfd_event *ev) {
         return ev ? ev->period : 0;
+}
+int edfd_event_cpu(const edfd_event *ev) {
+        return ev ? ev->cpu : -1;
 }

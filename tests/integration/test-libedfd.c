@@ -333,6 +333,7 @@ typedef struct Recorded {
         edfd_event_type type;
         uint64_t id;
         pid_t pid;
+        int cpu;
         char group[64], reason[64];
 } Recorded;
 
@@ -349,6 +350,7 @@ static int record(edfd *e, const edfd_event *ev, void *userdata) {
                 x->type = edfd_event_get_type(ev);
                 x->id = edfd_event_id(ev);
                 x->pid = edfd_event_pid(ev);
+                x->cpu = edfd_event_cpu(ev);
                 snprintf(x->group, sizeof x->group, "%s", edfd_event_group(ev));
                 snprintf(x->reason, sizeof x->reason, "%s", edfd_event_reason(ev));
         }
@@ -393,9 +395,11 @@ Test(libedfd, events_follow_edfd_across_a_restart) {
         cr_assert_eq(x->pid, c->pid);
         cr_assert_str_eq(x->group, "test/a");
         cr_assert_str_eq(x->reason, "requested");
+        cr_assert_eq(x->cpu, -1, "global placement: no CPU in the event, got %d", x->cpu);
 
         cr_assert_eq(edfd_update(caller, id, 2 * MS, 0, P100), 0);
-        wait_event(e, &rec, EDFD_EVENT_CHANGED, id);
+        x = wait_event(e, &rec, EDFD_EVENT_CHANGED, id);
+        cr_assert_eq(x->cpu, -1, "global placement: no CPU in the change, got %d", x->cpu);
         cr_assert_eq(edfd_group_create(caller, "test/c", MS, P100), 0, "group_create: %s", edfd_error_message(caller));
         wait_event(e, &rec, EDFD_EVENT_GROUPS_CHANGED, 0);
         cr_assert_eq(edfd_group_remove(caller, "test/c"), 0);

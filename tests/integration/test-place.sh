@@ -156,6 +156,12 @@ spawn; a=$spawned
 spawn; b=$spawned
 spawn; c=$spawned
 spawn; d=$spawned
+# edfctl monitor, to see the CPU in the signals; subscribed before anything is admitted.
+subscribers() { busctl --address="$DBUS_SYSTEM_BUS_ADDRESS" get-property org.edfd.Admission1 /org/edfd/Admission1 \
+                org.edfd.Admission1.Manager Subscribers 2>/dev/null | awk '{ print $2 }'; }
+"$edfctl" monitor >"$tmp/monitor" 2>&1 &
+pids+=($!)
+for _ in $(seq 100); do [ "$(subscribers)" = 1 ] && break; sleep 0.05; done
 sleep 0.2
 ida=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$a" 2>"$tmp/err") || not_ok "admit a" "$(cat "$tmp/err")"
 idb=$("$edfctl" admit -g rt -T 5.8ms -P 10ms -p "$b" 2>"$tmp/err") || not_ok "admit b" "$(cat "$tmp/err")"
@@ -227,6 +233,11 @@ for _ in $(seq 100); do [ "$(cpu_of "$idb")" = 0 ] && break; sleep 0.05; done
 check "a partition made invalid from outside is noticed: b moved to cpu0, where it fits" \
         test "$(cpu_of "$idb") $(allowed "$b") $(policy "$b")" = "0 0 SCHED_DEADLINE|SCHED_RESET_ON_FORK"
 check "the move is logged with its reason" grep -q "Reservation $idb (thread $b) moved from cpu1 to cpu0: its partition is no longer valid" "$tmp/edfd.log"
+check "monitor shows where each was placed: added #$ida ... in rt on cpu0, added #$idb ... on cpu1" \
+        grep -Eq "added +#$ida pid $a tid $a \(periodic\) in rt on cpu0 \(requested\)" "$tmp/monitor"
+check "... and #$idb on cpu1" grep -Eq "added +#$idb pid $b tid $b \(periodic\) in rt on cpu1 \(requested\)" "$tmp/monitor"
+check "monitor shows the move: changed #$idb now 5.8ms/10ms/10ms on cpu0 (partition)" \
+        grep -Eq "changed +#$idb now 5\.8ms/10ms/10ms on cpu0 \(partition\)" "$tmp/monitor"
 check "status names the invalid partition" grep -q "Note: partition rt1 (cpu1) is invalid: its sched_load_balance is 0" <<<"$("$edfctl" status)"
 out=$("$edfctl" admit -g rt -T 1ms -P 10ms -p "$d" 2>&1); rc=$?
 check "nothing is placed on an invalid partition (a 10% request goes where b is)" test "$rc $(cpu_of "$out" 2>/dev/null)" = "0 0"
@@ -251,7 +262,9 @@ check "and the books still refuse a third 58%" grep -q "no CPU can take 58%" <<<
 
 # --- an invalid partition whose reservation fits nowhere else: released, with the reason ---
 echo 0 >"$cpuset/edfd-partitions/rt1/cpuset.sched_load_balance"
-for _ in $(seq 100); do [ "$(policy "$c")" = SCHED_OTHER ] && break; sleep 0.05; done
+# The release puts it back to SCHED_OTHER, then moves it out of the partition (the move waits
+# for an RCU grace period): wait for both.
+for _ in $(seq 100); do [ "$(policy "$c") $(cat /proc/$c/cpuset)" = "SCHED_OTHER /" ] && break; sleep 0.05; done
 check "c, which fits no other CPU, is released when its partition turns invalid" \
         test "$(policy "$c") $(cat /proc/$c/cpuset)" = "SCHED_OTHER /"
 check "the release is logged with its reason" \
