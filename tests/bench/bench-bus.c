@@ -31,24 +31,6 @@
 #define IN_FLIGHT 16
 #define PIPE_BLOCK 2000 /* calls per block of the throughput phase */
 
-static uint64_t echo_once(sd_bus *bus) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus_message *reply = NULL;
-        uint64_t t0 = bench_now_ns(), t1;
-        int r;
-
-        r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Echo", &error, &reply, "t",
-                               UINT64_C(42));
-        t1 = bench_now_ns();
-        if (r < 0) {
-                fprintf(stderr, "bench-bus: Echo: %s\n", error.message ? error.message : strerror(-r));
-                exit(1);
-        }
-        sd_bus_message_unref(reply);
-        sd_bus_error_free(&error);
-        return t1 - t0;
-}
-
 /* --- pipelined --- */
 
 typedef struct Pipe {
@@ -217,7 +199,7 @@ int main(int argc, char *argv[]) {
         /* Warm up: the first calls pay for the credentials query and page faults. */
         for (unsigned i = 0; i < 50; i++) {
                 uint64_t id;
-                echo_once(bus);
+                bench_echo(bus);
                 if (bench_admit(bus, one.pid, one.pid, BENCH_GROUP, RUNTIME, PERIOD, &id) < 0 || bench_release(bus, id) < 0)
                         return 1;
         }
@@ -225,12 +207,12 @@ int main(int argc, char *argv[]) {
         for (unsigned run = 0; run < runs; run++) {
                 for (uint64_t i = 0; i < calls; i++) {
                         uint64_t id, t0;
-                        echo[2 * i] = echo_once(bus);
+                        echo[2 * i] = bench_echo(bus);
                         t0 = bench_now_ns();
                         if (bench_admit(bus, one.pid, one.pid, BENCH_GROUP, RUNTIME, PERIOD, &id) < 0)
                                 return 1;
                         admit[i] = bench_now_ns() - t0;
-                        echo[2 * i + 1] = echo_once(bus);
+                        echo[2 * i + 1] = bench_echo(bus);
                         t0 = bench_now_ns();
                         if (bench_release(bus, id) < 0)
                                 return 1;

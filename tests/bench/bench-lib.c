@@ -204,6 +204,24 @@ int bench_release(sd_bus *bus, uint64_t id) {
         return r < 0 ? r : 0;
 }
 
+uint64_t bench_echo(sd_bus *bus) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        uint64_t t0 = bench_now_ns(), t1;
+        int r;
+
+        r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Echo", &error, &reply, "t",
+                               UINT64_C(42));
+        t1 = bench_now_ns();
+        if (r < 0) {
+                fprintf(stderr, "bench: Echo: %s\n", error.message ? error.message : strerror(-r));
+                exit(1);
+        }
+        sd_bus_message_unref(reply);
+        sd_bus_error_free(&error);
+        return t1 - t0;
+}
+
 void bench_note_interference(void) {
         if (bench_kernel_busy)
                 printf("note: the kernel refused bandwidth %u times although edfd's books had room (another user of "

@@ -68,6 +68,8 @@ int bench_admit(sd_bus *bus, pid_t pid, pid_t tid, const char *group, uint64_t r
                 uint64_t *ret_id);
 /* Release reservation id, retried like bench_admit(). Returns 0 or a negative errno (message printed). */
 int bench_release(sd_bus *bus, uint64_t id);
+/* One Echo(42) round trip: the ns it took; exits on failure. */
+uint64_t bench_echo(sd_bus *bus);
 /* KernelRefused answers retried by bench_admit() and bench_release(). */
 extern unsigned bench_kernel_busy;
 /* Print a note if bench_kernel_busy is not 0. */

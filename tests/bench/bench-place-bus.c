@@ -32,24 +32,6 @@
 #define RUNTIME (100 * NSEC_PER_USEC)
 #define PERIOD (100 * NSEC_PER_MSEC)
 
-static uint64_t echo_once(sd_bus *bus) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus_message *reply = NULL;
-        uint64_t t0 = bench_now_ns(), t1;
-        int r;
-
-        r = sd_bus_call_method(bus, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, "Echo", &error, &reply, "t",
-                               UINT64_C(42));
-        t1 = bench_now_ns();
-        if (r < 0) {
-                fprintf(stderr, "bench-place-bus: Echo: %s\n", error.message ? error.message : strerror(-r));
-                exit(1);
-        }
-        sd_bus_message_unref(reply);
-        sd_bus_error_free(&error);
-        return t1 - t0;
-}
-
 /* A process that wakes every 500 us until killed. */
 static pid_t waker(void) {
         pid_t pid = fork();
@@ -132,7 +114,7 @@ int main(int argc, char *argv[]) {
         /* Warm up: the first calls pay for the credentials query, the pin and page faults. */
         for (unsigned i = 0; i < 20; i++) {
                 uint64_t id;
-                echo_once(bus);
+                bench_echo(bus);
                 if (bench_admit(bus, a, a, BENCH_GROUP, RUNTIME, PERIOD, &id) < 0 || bench_release(bus, id) < 0)
                         return 1;
                 move_to(part, b);
@@ -142,7 +124,7 @@ int main(int argc, char *argv[]) {
         for (unsigned run = 0; run < runs; run++) {
                 for (uint64_t i = 0; i < calls; i++) {
                         uint64_t id, t0;
-                        echo[i] = echo_once(bus);
+                        echo[i] = bench_echo(bus);
                         t0 = bench_now_ns();
                         if (bench_admit(bus, a, a, BENCH_GROUP, RUNTIME, PERIOD, &id) < 0)
                                 return 1;
