@@ -19,6 +19,7 @@ trace=${1:-}
 edfctl=${2:-}
 edfd=${3:-}
 periodic=${4:-}
+periodic_example=${5:-} # examples/periodic.c: ends its jobs with edfd_job_done(), a sched_yield()
 here=$(cd "$(dirname "$0")" && pwd)
 
 N=org.edfd.Admission1
@@ -303,6 +304,25 @@ traced_tests() {
                 not_ok "SIGKILL: the killed run had its instance" "no instances/edfd-trace-$tp"
         fi
         stop_periodic
+
+        # A thread that ends its jobs with sched_yield() (libedfd's edfd_job_done()): its jobs are
+        # seen, each ended by the yield, and a yield is not a throttle.
+        if [ -x "$periodic_example" ]; then
+                "$periodic_example" -T 1000 -P 10000 -w 200 -n 400 -g apps >"$tmp/example.out" 2>&1 &
+                per_pid=$!
+                bg_pids+=("$per_pid")
+                wait_for sh -c "chrt -p $per_pid 2>/dev/null | grep -q SCHED_DEADLINE"
+                sleep 0.3
+                run_trace -p "$per_pid" -d 1s --json
+                if [ "$rc" = 0 ] && json_check 't["tid"]=='"$per_pid"' and t["jobs"] >= 50 and t["throttled"] <= max(1, t["jobs"] // 100)' >/dev/null; then
+                        ok "jobs ended by sched_yield() (edfd_job_done): seen, and not taken for throttles"
+                else
+                        not_ok "jobs ended by sched_yield() (edfd_job_done): seen, and not taken for throttles" "exit $rc" "$out" "$err"
+                fi
+                stop_periodic
+        else
+                not_ok "the libedfd example (periodic-example) is given" "argument 5: '$periodic_example'"
+        fi
 }
 
 if [ -n "$why_not" ]; then

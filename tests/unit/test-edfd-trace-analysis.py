@@ -158,5 +158,32 @@ ok(len(jobs) == 1 and tr.classify(an.tasks[100], jobs[0]) == "stall" and jobs[0]
    "runnable behind a fair task for 3 ms: cause stall, 3 ms of fair wait",
    [(tr.classify(an.tasks[100], j), j.wait) for j in jobs])
 
+# A thread that ends each job with sched_yield() (edfd_job_done()): the syscall's entry prints as
+# "sys_sched_yield()", not "event: fields"; the yield arms the replenishment timer and switches the
+# thread out still runnable; the next job starts at the replenishment. Once every job was missed
+# (JOBS 0): the line did not parse.
+def yield_line(cpu, ns):
+    return f"{P[0]:>16}-{P[1]:<7} [{cpu:03d}] ..... {ts(ns)}: sys_sched_yield()"
+
+
+L = [switch(0, BASE - 5 * MS, P, -1, "S", IDLE, 120),  # asleep before its first job: that job is whole
+     wakeup(0, BASE, P, 0), switch(0, BASE, IDLE, 120, "R", P, -1)]
+for k in range(4):
+    r = BASE + 10 * k * MS
+    if k > 0:
+        L.append(timer_expire(0, r))
+        L.append(switch(0, r + 10000, IDLE, 120, "R", P, -1))
+    L.append(yield_line(0, r + 300000))
+    L.append(timer_start(0, r + 300000, P, r + 10 * MS))
+    L.append(switch(0, r + 300000, P, -1, "R", IDLE, 120))
+an = analyse([T(100, 1 * MS, 10 * MS, 10 * MS)], L)
+jobs = an.tasks[100].jobs
+done = [j for j in jobs if j.finish is not None and j.complete]
+ok(len(done) == 4 and [j.end_kind for j in done] == ["yield"] * 4,
+   "jobs ended by sched_yield(): four jobs, each ended by its yield",
+   [(j.n, j.kind, j.end_kind, j.complete) for j in jobs])
+ok(all(j.throttles == 0 for j in done) and [tr.classify(an.tasks[100], j) for j in done].count("throttled") == 0,
+   "a yield is not a throttle", [(j.throttles, tr.classify(an.tasks[100], j)) for j in done])
+
 print(f"1..{n}")
 sys.exit(1 if failed else 0)
