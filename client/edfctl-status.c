@@ -47,6 +47,7 @@ typedef struct ReservationRow {
 typedef struct Props {
         const char *version;
         uint64_t capacity, allocated, unmanaged, kernel_capacity;
+        unsigned waiting_at_start;
         int kernel_admission, overcommitted;
         uint32_t n_reservations, n_groups;
         uint64_t events_seen, events_lost, resyncs, unseen_children;
@@ -188,6 +189,7 @@ static int snapshot_rows(Snapshot *s) {
                 .events_lost = edfd_status_events_lost(x),
                 .resyncs = edfd_status_resyncs(x),
                 .unseen_children = edfd_status_unseen_children(x),
+                .waiting_at_start = edfd_status_waiting_at_start(x),
         };
         return 0;
 }
@@ -314,6 +316,9 @@ static int status_print(const Snapshot *s) {
                bw_format(p->unmanaged, b));
         printf("        Free: %s\n", bw_display_free(p->capacity, p->allocated, c));
         printf("Reservations: %zu in %zu group%s\n", s->n_reservations, s->n_groups, s->n_groups == 1 ? "" : "s");
+        if (p->waiting_at_start > 0)
+                printf("     Waiting: %u process%s, to be admitted at %s program's start\n", p->waiting_at_start,
+                       p->waiting_at_start == 1 ? "" : "es", p->waiting_at_start == 1 ? "its" : "their");
         printf("      Events: %" PRIu64 " seen, %" PRIu64 " lost, %" PRIu64 " resyncs, %" PRIu64
                " unseen children\n", p->events_seen, p->events_lost, p->resyncs, p->unseen_children);
         if (p->overcommitted)
@@ -576,6 +581,7 @@ static int json_status(const Snapshot *s, json_object **ret) {
         JSON_ADD(o, "kernel_admission", json_object_new_boolean(p->kernel_admission), r);
         JSON_ADD(o, "allocated", json_bw(p->allocated), r);
         JSON_ADD(o, "unmanaged", json_bw(p->unmanaged), r);
+        JSON_ADD(o, "waiting_at_start", json_object_new_int64(p->waiting_at_start), r);
         JSON_ADD(o, "free", p->capacity == UINT64_MAX ? NULL :
                  json_object_new_double(((double) p->capacity - (double) p->allocated) / (double) BW_UNIT), r);
         JSON_ADD(o, "overcommitted", json_object_new_boolean(p->overcommitted), r);

@@ -624,6 +624,8 @@ static int property_counts(sd_bus *bus, const char *path, const char *interface,
                 return sd_bus_message_append(reply, "u", (uint32_t) m->tree->n_reservations);
         if (strcmp(property, "Subscribers") == 0)
                 return sd_bus_message_append(reply, "u", (uint32_t) sd_bus_track_count(m->bus_half->subscribers));
+        if (strcmp(property, "WaitingAtStart") == 0)
+                return sd_bus_message_append(reply, "u", (uint32_t) m->startup.n);
         return sd_bus_message_append(reply, "u", (uint32_t) (m->tree->n_groups - 1));
 }
 
@@ -680,6 +682,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("EventsLost", "t", property_events_lost, 0, 0),
         SD_BUS_PROPERTY("Resyncs", "t", property_resyncs, 0, 0),
         SD_BUS_PROPERTY("UnseenChildren", "t", property_unseen_children, 0, 0),
+        SD_BUS_PROPERTY("WaitingAtStart", "u", property_counts, 0, 0),
         SD_BUS_METHOD_WITH_NAMES("Admit", "uustttt",
                                  SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group) SD_BUS_PARAM(runtime)
                                  SD_BUS_PARAM(deadline) SD_BUS_PARAM(period) SD_BUS_PARAM(flags),

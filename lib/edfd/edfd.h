@@ -232,6 +232,9 @@ uint64_t edfd_status_events_seen(const edfd_snapshot *s);
 uint64_t edfd_status_events_lost(const edfd_snapshot *s);
 uint64_t edfd_status_resyncs(const edfd_snapshot *s);
 uint64_t edfd_status_unseen_children(const edfd_snapshot *s);
+/* Processes edfd watches to admit at their program's start (edfd_admit_at_start()). Since 0.1;
+ * 0 from an older edfd. */
+unsigned edfd_status_waiting_at_start(const edfd_snapshot *s);
 
 /* --- events: edfd_subscribe(3) --- */
 

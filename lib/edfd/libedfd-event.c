@@ -9,6 +9,7 @@
  * stays an implementation detail. */
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "edfd/libedfd-internal.h"
@@ -22,26 +23,17 @@ struct edfd_event {
         const char *group, *reason;
 };
 
-/* The further fields (a{sv}) after a signal's fixed ones, when there are: "cpu" (u). Others, and
- * fields of another type, are skipped. */
+/* The further fields (a{sv}) after a signal's fixed ones, when there are: "cpu" (u). */
+typedef struct EventFields {
+        uint32_t cpu;
+} EventFields;
+
 static void read_fields(sd_bus_message *m, edfd_event *ev) {
-        const char *key;
+        static const edfd_dict_field map[] = { { "cpu", 'u', offsetof(EventFields, cpu) } };
+        EventFields f = { .cpu = UINT32_MAX };
 
-        if (sd_bus_message_enter_container(m, 'a', "{sv}") <= 0)
-                return;
-        while (sd_bus_message_enter_container(m, 'e', "sv") > 0) {
-                uint32_t cpu;
-
-                if (sd_bus_message_read(m, "s", &key) < 0)
-                        return;
-                if (strcmp(key, "cpu") == 0 && sd_bus_message_read(m, "v", "u", &cpu) > 0 && cpu <= INT32_MAX)
-                        ev->cpu = (int) cpu;
-                else if (sd_bus_message_skip(m, "v") < 0)
-                        return;
-                if (sd_bus_message_exit_container(m) < 0)
-                        return;
-        }
-        (void) sd_bus_message_exit_container(m);
+        if (edfd_read_dict(m, map, 1, &f) >= 0 && f.cpu <= INT32_MAX)
+                ev->cpu = (int) f.cpu;
 }
 
 static void deliver(edfd *e, edfd_event *ev) {

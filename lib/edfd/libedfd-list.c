@@ -61,6 +61,7 @@ typedef struct Status {
         int kernel_admission, overcommitted;
         uint32_t n_reservations, n_groups;
         uint64_t events_seen, events_lost, resyncs, unseen_children;
+        uint32_t waiting_at_start;
 } Status;
 
 struct edfd_snapshot {
@@ -231,6 +232,7 @@ static int parse_status(edfd_snapshot *s, sd_bus_message *m) {
                 { "EventsLost", 't', offsetof(Status, events_lost) },
                 { "Resyncs", 't', offsetof(Status, resyncs) },
                 { "UnseenChildren", 't', offsetof(Status, unseen_children) },
+                { "WaitingAtStart", 'u', offsetof(Status, waiting_at_start) },
         };
 
         return edfd_read_dict(m, map, sizeof map / sizeof map[0], &s->status);
@@ -413,3 +415,4 @@ STATUS_GETTER(uint64_t, events_seen, 0)
 STATUS_GETTER(uint64_t, events_lost, 0)
 STATUS_GETTER(uint64_t, resyncs, 0)
 STATUS_GETTER(uint64_t, unseen_children, 0)
+STATUS_GETTER(unsigned, waiting_at_start, 0)

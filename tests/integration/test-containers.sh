@@ -276,8 +276,9 @@ run P create --name c6 --network none --ulimit nofile=1024:1024 --ulimit nproc=1
 id6=$(id_of c6)
 run P init c6
 [ "$rc" = 0 ] && [ "$(group_state "containers/$id6")" != absent ] && [ -z "$(reservations_of "containers/$id6")" ] &&
-        ok "created but not started (podman init): the group is booked, nothing admitted" ||
-        not_ok "created but not started (podman init): the group is booked, nothing admitted" "rc $rc" "$err" "$(group_state "containers/$id6")"
+   "$edfctl" status | grep -q "^     Waiting: 1 process, to be admitted at its program's start$" &&
+        ok "created but not started (podman init): the group is booked, nothing admitted, edfctl status says it waits" ||
+        not_ok "created but not started (podman init): the group is booked, nothing admitted, edfctl status says it waits" "rc $rc" "$err" "$(group_state "containers/$id6")" "$("$edfctl" status | head -8)"
 P rm -f -t 0 c6 >/dev/null 2>&1
 [ "$(group_state "containers/$id6")" = absent ] && ok "rm of a container never started removes its group" ||
         not_ok "rm of a container never started removes its group" "$(group_state "containers/$id6")"

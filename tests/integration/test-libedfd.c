@@ -583,6 +583,17 @@ static uint64_t wait_admitted(Harness *h, pid_t tid, unsigned timeout_ms) {
         return 0;
 }
 
+/* edfd's WaitingAtStart, through a status snapshot. */
+static unsigned waiting(edfd *e) {
+        edfd_snapshot *s = NULL;
+        unsigned n;
+
+        cr_assert_eq(edfd_snapshot_fetch(e, EDFD_SNAPSHOT_STATUS, &s), 0, "status: %s", edfd_error_message(e));
+        n = edfd_status_waiting_at_start(s);
+        edfd_snapshot_free(s);
+        return n;
+}
+
 static uint64_t mono_ms(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -635,12 +646,14 @@ Test(libedfd, admit_at_start_waits_for_the_exec_and_the_first_sleep) {
         usleep(50 * 1000);
         harness_assert_no_reservations(h, "before the exec");
         harness_assert_other(child);
+        cr_assert_eq(waiting(e), 1, "status: one process waits for its start");
 
         /* The exec, then its first sleep: admitted, as the program (sleep). */
         cr_assert_eq(write(go, "g", 1), 1);
         close(go);
         cr_assert_neq(wait_admitted(h, child, 2000), 0, "not admitted within 2 s of its exec");
         harness_assert_dl(child, MS, P100, P100, 0);
+        cr_assert_eq(waiting(e), 0, "status: nothing waits after the admission");
         char path[64];
         snprintf(path, sizeof path, "/proc/%d/comm", (int) child);
         f = fopen(path, "r");
