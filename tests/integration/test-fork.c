@@ -900,6 +900,11 @@ static bool pool_sample(uint64_t *ret) {
 
         before = harness_dl_bw_on_machine();
         r = harness_probe_headroom(&free_bw);
+        /* Its helpers ask next to nothing (1024 ns per period_max): EBUSY says the pool is full
+         * for the moment, with what the previous test's threads gave back still charged until
+         * their 0-lag time (a CI run got it at the start of a test). Not a sample: try again. */
+        if (r == -EBUSY)
+                return false;
         cr_assert_eq(r, 0, "headroom probe: %s", strerror(-r));
         after = harness_dl_bw_on_machine();
         if (before != after)
@@ -916,7 +921,8 @@ static uint64_t pool_total(void) {
                         return v;
                 harness_usleep(50 * 1000);
         }
-        cr_assert_fail("the machine's deadline threads never held still during a headroom probe");
+        cr_assert_fail("the machine's deadline threads never held still during a headroom probe (or the pool "
+                       "stayed full: EBUSY for a 1024 ns reservation)");
         return 0;
 }
 
