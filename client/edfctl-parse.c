@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* Option values: pids and the work + margin rule. Integers are basic/parse.h's, durations and
+/* Option values: pids. Integers are basic/parse.h's, durations and
  * percentages the core's duration_parse() and percent_parse(); this file adds only what the client
  * needs besides. */
 
@@ -28,18 +28,12 @@ int parse_pid(const char *s, uint32_t *ret, const char **ret_reason) {
         return 0;
 }
 
-int runtime_from_work(uint64_t work, uint64_t margin, uint64_t *ret_runtime) {
-        uint64_t extra, runtime;
+int parse_duration_arg(const char *what, const char *s, uint64_t *ret) {
+        const char *reason = NULL;
 
-        /* extra = ceil(work * margin / PERCENT_PERIOD_NS): the margin is a safety bound, so never
-         * round it away. */
-        if (__builtin_mul_overflow(work, margin, &extra))
-                return -ERANGE;
-        extra = extra / PERCENT_PERIOD_NS + (extra % PERCENT_PERIOD_NS != 0);
-        if (__builtin_add_overflow(work, extra, &runtime))
-                return -ERANGE;
-        *ret_runtime = runtime;
-        return 0;
+        if (duration_parse(s, ret, &reason) < 0)
+                return usage_invalid(what, s, reason);
+        return EDFCTL_EXIT_OK;
 }
 
 int usage_invalid(const char *what, const char *value, const char *reason) {

@@ -31,7 +31,7 @@ typedef struct Verb {
 
 #define ADMIT_OPTIONS                                                                                  \
         (ARG_GROUP | ARG_RUNTIME | ARG_DEADLINE | ARG_PERIOD | ARG_TID | ARG_PID | ARG_RECLAIM |      \
-         ARG_OVERRUN_SIGNAL | ARG_MOVE | ARG_WORK | ARG_MARGIN | ARG_SPLIT | ARG_STARTUP)
+         ARG_OVERRUN_SIGNAL | ARG_MOVE | ARG_WORK | ARG_MARGIN | ARG_OVERHEAD | ARG_SPLIT | ARG_STARTUP)
 #define GROUP_SIZE_OPTIONS (ARG_RUNTIME | ARG_PERIOD | ARG_BANDWIDTH)
 
 static const Verb verbs[] = {
@@ -46,7 +46,7 @@ static const Verb verbs[] = {
           "\n"
           "  --json    A JSON array: times in ns, bandwidths in fractions of a CPU\n" },
         { "admit", NULL, 0, 0, ADMIT_OPTIONS, verb_admit,
-          "admit [-g GROUP] (-T RUNTIME | --work WORK [--margin PERCENT]) -P PERIOD\n"
+          "admit [-g GROUP] (-T RUNTIME | --work WORK [--margin PERCENT] [--overhead O]) -P PERIOD\n"
           "             [-D DEADLINE] [--reclaim] [--overrun-signal] [--move]\n"
           "             (-t TID | -p PID | [--startup BOUND] -- COMMAND [ARG...])\n"
           "             [--split TID2]",
@@ -56,8 +56,12 @@ static const Verb verbs[] = {
           "\n"
           "  -g --group=GROUP       Group path (default: edfd's default-group, else \"/\")\n"
           "  -T --runtime=RUNTIME   Runtime per period (10ms, 250us, 1.5ms)\n"
-          "     --work=WORK         Instead of -T: the work per period, plus --margin\n"
-          "     --margin=PERCENT    Added to --work: runtime = work * (1 + margin)\n"
+          "     --work=WORK         Instead of -T: the work per period; the runtime is\n"
+          "                         work * (1 + margin) + the per-job overhead\n"
+          "     --margin=PERCENT    Added to --work (default 0%)\n"
+          "     --overhead=auto|none|DURATION\n"
+          "                         The per-job overhead added to --work: auto (default) is\n"
+          "                         edfctl calibrate's measurement for this machine\n"
           "  -P --period=PERIOD     Period\n"
           "  -D --deadline=DEADLINE Relative deadline (default: the period)\n"
           "     --reclaim           Let the thread reclaim unused bandwidth (SCHED_FLAG_RECLAIM)\n"
@@ -115,6 +119,16 @@ static const Verb verbs[] = {
           "                              6.12; none for older ones)\n"
           "  --fit=best|first|worst      Which passing CPU takes a task (default best)\n"
           "  --json                      One JSON document: times in ns, shares of a CPU\n" },
+        { "calibrate", NULL, 0, 1, ARG_GROUP | ARG_DURATION, verb_calibrate, "calibrate [-g GROUP] [--duration 30s] [FILE]",
+          "Measure the per-job overhead of this machine for admit --work",
+          "Measure what the kernel charges a periodic job besides its work (wake-up, switch,\n"
+          "the system calls around the job) with a 4ms/10ms reservation of edfctl's own, and\n"
+          "keep its 99.9th percentile in FILE (default: $EDFD_CALIBRATION, else\n"
+          EDFD_CALIBRATION_PATH "). admit --work adds it to every budget while the kernel,\n"
+          "the CPU model and the CPU count are the ones measured. Needs edfd and root.\n"
+          "\n"
+          "  -g --group=GROUP       The group of the calibration's reservation\n"
+          "     --duration=TIME     How long to measure, 3s to 1h (default 30s)\n" },
         { "monitor", NULL, 0, 0, 0, verb_monitor, "monitor", "Print events as they happen",
           "Print admissions, releases, splits and exits as they happen, until interrupted.\n" },
 };
@@ -142,6 +156,8 @@ static const struct {
         { ARG_FIT, "--fit" },
         { ARG_SPLIT, "--split" },
         { ARG_STARTUP, "--startup" },
+        { ARG_OVERHEAD, "--overhead" },
+        { ARG_DURATION, "--duration" },
 };
 
 static const char *option_name(unsigned bit) {
@@ -185,14 +201,6 @@ static void verb_help(const Verb *v) {
 
 /* --- argument values --- */
 
-static int parse_duration_arg(const char *what, const char *s, uint64_t *ret) {
-        const char *reason = NULL;
-
-        if (duration_parse(s, ret, &reason) < 0)
-                return usage_invalid(what, s, reason);
-        return EDFCTL_EXIT_OK;
-}
-
 static int parse_pid_arg(const char *what, const char *s, uint32_t *ret) {
         const char *reason = NULL;
 
@@ -226,9 +234,44 @@ static int params_refused(ParamsOutcome o, const DlParams *p, const char *runtim
 
 /* --- admit --- */
 
+/* The per-job overhead --work adds: --overhead's DURATION, none, or (auto, the default) the
+ * calibration of this machine. A calibration that is missing or stale adds nothing and says so;
+ * one that cannot be read is an error, so that a damaged file never goes unnoticed. */
+static int admit_overhead(const Args *a, uint64_t *ret) {
+        const char *mode = a->overhead ?: "auto";
+        char why[512];
+        Calibration c;
+        int r;
+
+        *ret = 0;
+        if (strcmp(mode, "none") == 0)
+                return EDFCTL_EXIT_OK;
+        if (strcmp(mode, "auto") != 0) {
+                const char *reason;
+                if (duration_parse(mode, ret, &reason) < 0)
+                        return usage_invalid("overhead", mode, "is not auto, none or a duration (85us)");
+                return EDFCTL_EXIT_OK;
+        }
+        r = calibration_load(calibration_path(), &c, why, sizeof why);
+        if (r > 0) {
+                *ret = c.overhead;
+                return EDFCTL_EXIT_OK;
+        }
+        if (r == 0)
+                fprintf(stderr, "edfctl: no per-job overhead added: %s does not exist (run edfctl calibrate as root to "
+                        "measure it, or give --overhead none)\n", calibration_path());
+        else if (r == -ESTALE)
+                fprintf(stderr, "edfctl: no per-job overhead added: %s (run edfctl calibrate again)\n", why);
+        else {
+                fprintf(stderr, "edfctl: %s (run edfctl calibrate again, or give --overhead none)\n", why);
+                return EDFCTL_EXIT_FAILED;
+        }
+        return EDFCTL_EXIT_OK;
+}
+
 static int admit_params(const Args *a, DlParams *ret) {
         DlParams p = {};
-        char note[96] = "";
+        char note[128] = "";
         ParamsOutcome o;
         int ex;
 
@@ -238,6 +281,8 @@ static int admit_params(const Args *a, DlParams *ret) {
                 return usage_error(a, "the runtime is missing: give -T RUNTIME, or --work WORK [--margin PERCENT]");
         if ((a->given & ARG_MARGIN) && !(a->given & ARG_WORK))
                 return usage_error(a, "--margin is added to --work; give --work WORK instead of -T");
+        if ((a->given & ARG_OVERHEAD) && !(a->given & ARG_WORK))
+                return usage_error(a, "--overhead is added to --work; give --work WORK instead of -T");
         if (!(a->given & ARG_PERIOD))
                 return usage_error(a, "the period is missing: give -P PERIOD");
 
@@ -246,18 +291,28 @@ static int admit_params(const Args *a, DlParams *ret) {
                 if (ex != EDFCTL_EXIT_OK)
                         return ex;
         } else {
-                uint64_t work, margin = 0;
+                uint64_t work, margin = 0, overhead = 0;
                 const char *reason = NULL;
-                char w[DURATION_MAX];
+                char w[DURATION_MAX], oh[DURATION_MAX], t[DURATION_MAX];
 
                 ex = parse_duration_arg("work", a->work, &work);
                 if (ex != EDFCTL_EXIT_OK)
                         return ex;
                 if ((a->given & ARG_MARGIN) && percent_parse(a->margin, &margin, &reason) < 0)
                         return usage_invalid("margin", a->margin, reason);
-                if (runtime_from_work(work, margin, &p.runtime) < 0)
-                        return usage_invalid("work", a->work, "is too large with this margin");
-                snprintf(note, sizeof note, " (work %s + %s)", duration_format(work, w), a->margin ?: "0%");
+                ex = admit_overhead(a, &overhead);
+                if (ex != EDFCTL_EXIT_OK)
+                        return ex;
+                if (budget_from_work(work, margin, overhead, &p.runtime) < 0)
+                        return usage_invalid("work", a->work, "is too large with this margin and overhead");
+                if (overhead > 0) {
+                        snprintf(note, sizeof note, " (work %s + %s + %s per-job overhead)", duration_format(work, w),
+                                 a->margin ?: "0%", duration_format(overhead, oh));
+                        fprintf(stderr, "edfctl: runtime %s: work %s + margin %s + per-job overhead %s (%s)\n",
+                                duration_format(p.runtime, t), w, a->margin ?: "0%", oh,
+                                a->overhead && strcmp(a->overhead, "auto") != 0 ? "--overhead" : "edfctl calibrate");
+                } else
+                        snprintf(note, sizeof note, " (work %s + %s)", duration_format(work, w), a->margin ?: "0%");
         }
         ex = parse_duration_arg("period", a->period, &p.period);
         if (ex != EDFCTL_EXIT_OK)
@@ -579,6 +634,8 @@ enum {
         OPT_FIT,
         OPT_SPLIT,
         OPT_STARTUP,
+        OPT_OVERHEAD,
+        OPT_DURATION,
 };
 
 /* Record a value option; each may be given once. */
@@ -618,6 +675,8 @@ static int parse_argv(int argc, char *argv[], Args *a, char **positional, bool *
                 { "fit", required_argument, NULL, OPT_FIT },
                 { "split", required_argument, NULL, OPT_SPLIT },
                 { "startup", required_argument, NULL, OPT_STARTUP },
+                { "overhead", required_argument, NULL, OPT_OVERHEAD },
+                { "duration", required_argument, NULL, OPT_DURATION },
                 {}
         };
         int c, ex = EDFCTL_EXIT_OK, last_optarg = -1;
@@ -696,6 +755,12 @@ static int parse_argv(int argc, char *argv[], Args *a, char **positional, bool *
                         break;
                 case OPT_STARTUP:
                         ex = set_value(a, ARG_STARTUP, &a->startup, optarg);
+                        break;
+                case OPT_OVERHEAD:
+                        ex = set_value(a, ARG_OVERHEAD, &a->overhead, optarg);
+                        break;
+                case OPT_DURATION:
+                        ex = set_value(a, ARG_DURATION, &a->duration, optarg);
                         break;
                 default:
                         /* getopt_long() printed what was wrong. */

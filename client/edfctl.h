@@ -17,6 +17,7 @@
 
 #include "basic/macro.h"
 #include "basic/parse.h"
+#include "core/calibration.h"
 #include "core/duration.h"
 #include "core/params.h"
 #include "edfd/edfd.h"
@@ -51,7 +52,9 @@ typedef enum ArgOption {
         ARG_FIT = 1u << 16,
         ARG_SPLIT = 1u << 17,
         ARG_STARTUP = 1u << 18,
-        _ARG_OPTION_COUNT = 19,
+        ARG_OVERHEAD = 1u << 19,
+        ARG_DURATION = 1u << 20,
+        _ARG_OPTION_COUNT = 21,
 } ArgOption;
 
 /* The command line after getopt: raw option values, parsed by the verb that uses them (so that an
@@ -67,6 +70,8 @@ typedef struct Args {
         const char *cpus, *capacity, *server, *fit; /* plan */
         const char *split;            /* admit --split TID2 */
         const char *startup;          /* admit --startup BOUND -- COMMAND */
+        const char *overhead;         /* admit --work --overhead auto|none|DURATION */
+        const char *duration;         /* calibrate --duration */
 } Args;
 
 /* The verbs: each returns an EdfctlExit. */
@@ -78,6 +83,7 @@ int verb_group(const Args *a);
 int verb_reload(const Args *a);
 int verb_monitor(const Args *a);
 int verb_plan(const Args *a);
+int verb_calibrate(const Args *a);
 
 /* Admit thread tid of process pid once (Admit over the bus, the connection closed after): the id
  * in *ret_id (may be NULL). When tid is edfctl's own thread, libedfd waits for the answer without
@@ -88,6 +94,16 @@ int admit_one(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, 
 /* admit --startup BOUND -- COMMAND: fork, exec, admit the child when it first sleeps (or after
  * bound_ns), forward signals, wait; returns the command's exit status (or ends by its signal). */
 int admit_command_after_startup(char **command, uint64_t bound_ns, const char *group, const DlParams *p, uint64_t flags);
+
+/* --- edfctl-calibrate.c: the per-job overhead on this machine (core/calibration.h) --- */
+
+/* The calibration file: $EDFD_CALIBRATION when set, else EDFD_CALIBRATION_PATH. */
+const char *calibration_path(void);
+/* Read and check the calibration at path against this machine. Returns 1 with *ret filled when it
+ * holds here; 0 when there is none (no file); -ESTALE when it was made on another machine, and
+ * -EINVAL or another negative errno when it cannot be used: those three with why written in
+ * why (path and line included). */
+int calibration_load(const char *path, Calibration *ret, char *why, size_t size);
 
 /* --- edfctl-bus.c: the connection and the daemon's errors, on libedfd --- */
 
@@ -107,9 +123,8 @@ int edfctl_failed(edfd *e, int r, const char *what);
 /* A process or thread id: 1 .. INT32_MAX, written as basic/parse.h's parse_u64() reads it. Returns
  * 0 or -EINVAL / -ERANGE with a static reason. */
 int parse_pid(const char *s, uint32_t *ret, const char **ret_reason);
-/* runtime = work * (1 + margin), margin given as percent_parse() returns it (runtime over
- * PERCENT_PERIOD_NS), rounded up to a whole ns. Returns 0 or -ERANGE on overflow. */
-int runtime_from_work(uint64_t work, uint64_t margin, uint64_t *ret_runtime);
+/* duration_parse() of an option's value s; else usage_invalid(what, s, its reason). */
+int parse_duration_arg(const char *what, const char *s, uint64_t *ret);
 
 /* Print "edfctl: invalid <what> "<value>": <reason>" and return EDFCTL_EXIT_USAGE. */
 int usage_invalid(const char *what, const char *value, const char *reason);

@@ -27,7 +27,7 @@ _edfctl() {
         for ((i = 1; i < COMP_CWORD; i++)); do
                 case ${COMP_WORDS[i]} in
                 --) dashdash=$i; break ;;
-                -g|--group|-T|--runtime|-D|--deadline|-P|--period|-t|--tid|-p|--pid|--bandwidth|--work|--margin|--cpus|--capacity|--server|--fit|--split|--startup)
+                -g|--group|-T|--runtime|-D|--deadline|-P|--period|-t|--tid|-p|--pid|--bandwidth|--work|--margin|--cpus|--capacity|--server|--fit|--split|--startup|--overhead|--duration)
                         ((i++)) ;;
                 -*) ;;
                 *)
@@ -64,8 +64,11 @@ _edfctl() {
                         COMPREPLY=($(compgen -W "$(cd /proc && compgen -G '[0-9]*')" -- "$cur"))
                 fi
                 return ;;
-        -T|--runtime|-D|--deadline|-P|--period|--work|--startup)
+        -T|--runtime|-D|--deadline|-P|--period|--work|--startup|--duration)
                 __edfctl_units "$cur" ns us ms s
+                return ;;
+        --overhead)
+                COMPREPLY=($(compgen -W "auto none" -- "$cur"))
                 return ;;
         --bandwidth|--margin)
                 __edfctl_units "$cur" %
@@ -86,7 +89,7 @@ _edfctl() {
         local opts='-h --help'
         case $verb in
         '')
-                COMPREPLY=($(compgen -W "status list admit release group reload monitor plan help -h --help --version" -- "$cur"))
+                COMPREPLY=($(compgen -W "status list admit release group reload monitor plan calibrate help -h --help --version" -- "$cur"))
                 return ;;
         status|list)
                 opts+=' --json' ;;
@@ -97,7 +100,13 @@ _edfctl() {
                         return
                 fi ;;
         admit)
-                opts+=' -g --group -T --runtime --work --margin -P --period -D --deadline --reclaim --overrun-signal --move -t --tid -p --pid --split --startup --' ;;
+                opts+=' -g --group -T --runtime --work --margin --overhead -P --period -D --deadline --reclaim --overrun-signal --move -t --tid -p --pid --split --startup --' ;;
+        calibrate)
+                opts+=' -g --group --duration'
+                if [[ $cur != -* && $npos -eq 0 ]]; then
+                        COMPREPLY=($(compgen -f -- "$cur"))
+                        return
+                fi ;;
         release)
                 opts+=' -t --tid -p --pid'
                 if [[ $cur != -* && $npos -eq 0 ]]; then

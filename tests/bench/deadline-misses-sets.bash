@@ -38,6 +38,13 @@ p_min_us=$(us "${periods%-*}") p_max_us=$(us "${periods#*-}")
         die "--periods is a range with units such as 10ms-50ms"
 case $period_dist in uniform|log) ;; *) die "--period-dist is uniform or log" ;; esac
 case $set_mode in edf|cfs|both) ;; *) die "--mode is edf, cfs or both" ;; esac
+# --work-rule calibrated: W = R - the per-job overhead edfctl calibrate measures (below, once edfd
+# runs), admitted with --work W so that edfctl adds the overhead back: the same budgets as any rule,
+# with the least slack the calibration allows.
+calibrated=0 work_rule_arg=$work_rule
+if [ "$work_rule" = calibrated ]; then
+        calibrated=1 work_rule=1,0us
+fi
 rule_a=${work_rule%,*} rule_b_us=$(us "${work_rule#*,}")
 case $rule_a in ''|*[!0-9.]*) die "--work-rule is FACTOR,OFFSET such as 0.85,60us" ;; esac
 [ "$rule_b_us" != bad ] || die "--work-rule is FACTOR,OFFSET such as 0.85,60us (the offset with its unit)"
@@ -98,6 +105,19 @@ trap 'on_signal 130' INT
 trap 'on_signal 143' TERM
 trap 'on_signal 129' HUP
 
+if [ "$calibrated" = 1 ]; then
+        if [ -z "${EDFD_CALIBRATION:-}" ] || [ ! -f "$EDFD_CALIBRATION" ]; then
+                export EDFD_CALIBRATION=$tmp/calibration
+                echo "deadline-misses: edfctl calibrate --duration 30s (before any set, no hogs):"
+                "$build/client/edfctl" calibrate -g / --duration 30s "$EDFD_CALIBRATION" | sed 's/^/  /' ||
+                        { echo "deadline-misses: edfctl calibrate failed" >&2; exit 1; }
+        fi
+        rule_b_us=$(awk -F' = ' '$1 == "overhead" { printf "%d", ($2 + 999) / 1000 }' "$EDFD_CALIBRATION")
+        [ -n "$rule_b_us" ] || { echo "deadline-misses: $EDFD_CALIBRATION has no overhead" >&2; exit 1; }
+        awk -v b="$rule_b_us" -v r="$min_r_us" 'BEGIN { exit !(r - b >= 1) }' ||
+                die "the calibrated overhead ${rule_b_us}us leaves no work for a job of --min-runtime $min_runtime"
+fi
+
 # The sets: one line per task, "set task n period_us runtime_us work_us u clamped draws".
 # UUniFast (Bini and Buttazzo 2005), a set drawn again while a task would exceed one CPU.
 # Park-Miller's minimal standard generator: exact in awk's doubles, the same in mawk and gawk.
@@ -140,7 +160,7 @@ echo "  $n_min-$n_max tasks, periods $period_dist in $periods (deadline = period
 echo "  work = $rule_a x runtime - ${rule_b_us}us; $hog_words; each task runs $duration, the first $warmup discarded;"
 echo "  mode: $modes (about $((sets * (duration_ns / 1000000000 + 1))) s per mode)"
 echo "  reproduce: $0 --sets $sets --load $load --seed $seed --tasks $tasks --periods $periods" \
-        "--period-dist $period_dist --work-rule $work_rule --min-runtime $min_runtime --duration $duration" \
+        "--period-dist $period_dist --work-rule $work_rule_arg --min-runtime $min_runtime --duration $duration" \
         "--warmup $warmup $([ "$hogs_on" = 1 ] && echo --hogs || echo --no-hogs) --mode $set_mode"
 awk -v minr="$min_runtime" '$2 == 1 { tot = 0; line = "" }
         { tot += $5 / $4; line = line sprintf(" %g/%g%s", $5 / 1000, $4 / 1000, $8 ? "*" : ""); if ($8) raised = 1 }
@@ -178,7 +198,10 @@ run_set() { # k mode
                         tpids+=($!)
                         continue
                 fi
-                PERIODIC_RAW=1 "$build/client/edfctl" admit -g / -T "${R}us" -P "${P}us" -- \
+                budget=(-T "${R}us")
+                # Calibrated: edfctl adds the overhead to W, which gives R back (W = R - overhead).
+                [ "$calibrated" = 1 ] && budget=(--work "${W}us" --overhead auto)
+                PERIODIC_RAW=1 "$build/client/edfctl" admit -g / "${budget[@]}" -P "${P}us" -- \
                         "$bench/periodic" --work "${W}us" --period "${P}us" --duration "$duration" --skip "$warmup" \
                         >"$f" 2>"$f.err" &
                 tpids+=($!)

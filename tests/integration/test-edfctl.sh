@@ -26,6 +26,8 @@ n=0
 failed=0
 tmp=$(mktemp -d /tmp/test-edfctl.XXXXXX)
 chmod 711 "$tmp" # the bus socket is in here, and one test connects as nobody
+# admit --work reads the per-job overhead from here: none unless a test writes it.
+export EDFD_CALIBRATION=$tmp/calibration
 bg_pids=()
 bus_pid= edfd_pid= cgroot= addr=
 
@@ -199,6 +201,12 @@ usage_cases=(
         "work overflow|invalid work .* is too large|admit --work 18446744073709551615ns --margin 100% -P 100ms -p 1"
         "margin without %|invalid margin \"10\": has no % sign|admit --work 1ms --margin 10 -P 100ms -p 1"
         "margin without work|--margin is added to --work|admit -T 1ms --margin 10% -P 100ms -p 1"
+        "overhead without work|--overhead is added to --work|admit -T 1ms --overhead 10us -P 100ms -p 1"
+        "a bad overhead|invalid overhead \"lots\": is not auto, none or a duration|admit --work 1ms --overhead lots -P 100ms -p 1"
+        "calibrate too short|invalid duration \"1s\": is not between 3s and 1h|calibrate --duration 1s"
+        "calibrate, a bad duration|invalid duration \"3\": has no unit|calibrate --duration 3"
+        "calibrate, two files|unexpected argument \"b\"|calibrate a b"
+        "calibrate takes no -T|-T/--runtime does not apply to calibrate|calibrate -T 1ms"
         "runtime and work|exclude each other|admit -T 1ms --work 1ms -P 100ms -p 1"
         "no runtime|the runtime is missing|admit -P 100ms -p 1"
         "no period|the period is missing|admit -T 1ms -p 1"
@@ -378,7 +386,7 @@ sys.exit(0 if (d[1],d[2],d[3],d[4],d[5],d[6],d[8])==(int(sys.argv[2]),int(sys.ar
         else
                 not_ok "admit -t TID: pid found, group, -D and flags reach the daemon" "$(books)"
         fi
-        expect "admit -p PID of the same process: its main thread" 0 '^[0-9]+$' "" admit --work 1ms --margin 10% -P 100ms -p "$py"
+        expect "admit -p PID of the same process: its main thread" 0 '^[0-9]+$' "" admit --work 1ms --margin 10% --overhead none -P 100ms -p "$py"
         id3=$out
         if bcall --json=short call "$N" "$P" "$I" ListReservations | python3 -c 'import json,sys
 d=[e for e in json.load(sys.stdin)["data"][0] if e[0]==int(sys.argv[1])][0]
@@ -387,6 +395,84 @@ sys.exit(0 if (d[2],d[3],d[4])==(int(sys.argv[2]),"apps",1100000) else 1)' "$id3
         else
                 not_ok "admit --work 1ms --margin 10%: runtime 1.1ms in the default group" "$(books)"
         fi
+
+        # --work and the per-job overhead (edfctl calibrate's file, $EDFD_CALIBRATION)
+        runtime_of() { # id -> its runtime in ns, from the daemon's books
+                bcall --json=short call "$N" "$P" "$I" ListReservations | python3 -c 'import json,sys
+print([e for e in json.load(sys.stdin)["data"][0] if e[0]==int(sys.argv[1])][0][4])' "$1"
+        }
+        check_runtime() { # name want_ns: the reservation just admitted ($out) has it; then released
+                local got
+                got=$(runtime_of "$out" 2>/dev/null)
+                [ "$got" = "$2" ] && ok "$1" || not_ok "$1" "runtime ${got:-none}, expected $2" "$(books)"
+                "$edfctl" release "$out" >/dev/null 2>&1
+        }
+        write_calibration() { # overhead_ns [kernel]
+                local kernel=${2:-"$(uname -r) $(uname -v)"} model
+                model=$(awk -F: '/^model name/ { sub(/^[ \t]+/, "", $2); sub(/[ \t]+$/, "", $2); print $2; exit }' /proc/cpuinfo)
+                printf 'version = 1\nkernel = %s\ncpu-model = %s\ncpus = %s\nhz = 250\nmeasured = 0\nperiod = 10000000\njobs = 1000\noverhead = %s\np50 = 1\np99 = 2\nmax = %s\n' \
+                        "$kernel" "${model:-unknown}" "$(getconf _NPROCESSORS_ONLN)" "$1" "$1" >"$EDFD_CALIBRATION"
+        }
+        rm -f "$EDFD_CALIBRATION"
+        spawn_sleep
+        expect "admit --work without a calibration: adds nothing and says so" 0 '^[0-9]+$' \
+                "no per-job overhead added: .*calibration does not exist \(run edfctl calibrate" admit --work 1ms -P 100ms -p "$last"
+        check_runtime "admit --work without a calibration: runtime = work" 1000000
+        write_calibration 85000
+        spawn_sleep
+        expect "admit --work with a calibration: says what it added" 0 '^[0-9]+$' \
+                "^edfctl: runtime 1.185ms: work 1ms \+ margin 10% \+ per-job overhead 85us \(edfctl calibrate\)$" \
+                admit --work 1ms --margin 10% -P 100ms -p "$last"
+        check_runtime "admit --work with a calibration: runtime = work x 1.1 + 85us" 1185000
+        spawn_sleep
+        expect "admit --work --overhead 50us: the given overhead" 0 '^[0-9]+$' "per-job overhead 50us \(--overhead\)" \
+                admit --work 1ms --overhead 50us -P 100ms -p "$last"
+        check_runtime "admit --work --overhead 50us: runtime 1.05ms" 1050000
+        spawn_sleep
+        expect "admit --work --overhead none: no overhead, no word" 0 '^[0-9]+$' "" admit --work 1ms --overhead none -P 100ms -p "$last"
+        check_runtime "admit --work --overhead none: runtime = work" 1000000
+        write_calibration 85000 "0.0.1-another-kernel #1"
+        spawn_sleep
+        expect "admit --work with a stale calibration: adds nothing and names why" 0 '^[0-9]+$' \
+                "is stale: it was measured on kernel \"0.0.1-another-kernel #1\", this is \"$(uname -r)" admit --work 1ms -P 100ms -p "$last"
+        check_runtime "admit --work with a stale calibration: runtime = work" 1000000
+        before=$(books)
+        printf 'version = 1\nbogus = 3\n' >"$EDFD_CALIBRATION"
+        spawn_sleep
+        expect "admit --work with a damaged calibration: refused, names the line" 1 "" \
+                "calibration line 2 has an unknown key \(run edfctl calibrate again, or give --overhead none\)" \
+                admit --work 1ms -P 100ms -p "$last"
+        printf 'version = 1\0kernel = x\n' >"$EDFD_CALIBRATION"
+        spawn_sleep
+        expect "admit --work with a calibration holding a NUL: refused" 1 "" "holds a NUL byte" admit --work 1ms -P 100ms -p "$last"
+        [ "$(books)" = "$before" ] && ok "a damaged calibration changes nothing" || not_ok "a damaged calibration changes nothing"
+
+        # edfctl calibrate itself, for real: a reservation of its own through this edfd
+        rm -f "$EDFD_CALIBRATION"
+        before=$(books)
+        run calibrate -g / --duration 3s
+        if [ "$rc" = 0 ] && grep -q "^Per-job overhead: " <<<"$out" && grep -q "^Written to $EDFD_CALIBRATION" <<<"$out"; then
+                ok "calibrate --duration 3s: measured and written"
+        else
+                not_ok "calibrate --duration 3s: measured and written" "rc $rc" "stdout: $out" "stderr: $err"
+        fi
+        cal_overhead=$(awk -F' = ' '$1 == "overhead" { print $2 }' "$EDFD_CALIBRATION" 2>/dev/null)
+        cal_jobs=$(awk -F' = ' '$1 == "jobs" { print $2 }' "$EDFD_CALIBRATION" 2>/dev/null)
+        if [ -n "$cal_overhead" ] && [ "$cal_overhead" -gt 0 ] && [ "$cal_overhead" -lt 4000000 ] &&
+                [ $((cal_overhead % 1000)) = 0 ] && [ "${cal_jobs:-0}" -ge 100 ]; then
+                ok "calibrate: an overhead in whole us, above 0 and under the 4ms budget, from $cal_jobs jobs ($cal_overhead ns)"
+        else
+                not_ok "calibrate: an overhead in whole us, above 0 and under the 4ms budget" "$(cat "$EDFD_CALIBRATION" 2>&1)"
+        fi
+        [ "$(books)" = "$before" ] && ok "calibrate gives its reservation back" || not_ok "calibrate gives its reservation back" "$(books)"
+        spawn_sleep
+        expect "admit --work uses what calibrate measured" 0 '^[0-9]+$' "per-job overhead .* \(edfctl calibrate\)" \
+                admit --work 1ms -P 100ms -p "$last"
+        check_runtime "admit --work: runtime = work + the measured overhead" $((1000000 + ${cal_overhead:-0}))
+        expect "calibrate into a directory that cannot be made: refused before measuring" 1 "" "cannot write /proc/edfd/calibration" \
+                calibrate --duration 3s /proc/edfd/calibration
+        expect "calibrate into a directory: refused" 1 "" "cannot write $tmp: Is a directory" calibrate --duration 3s "$tmp"
+        rm -f "$EDFD_CALIBRATION"
 
         # refusals with the daemon's numbers; nothing changes
         spawn_sleep
