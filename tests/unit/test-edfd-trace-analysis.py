@@ -185,5 +185,36 @@ ok(len(done) == 4 and [j.end_kind for j in done] == ["yield"] * 4,
 ok(all(j.throttles == 0 for j in done) and [tr.classify(an.tasks[100], j) for j in done].count("throttled") == 0,
    "a yield is not a throttle", [(j.throttles, tr.classify(an.tasks[100], j)) for j in done])
 
+# A constrained-deadline thread (D < T: a split's stage 1 is (C1, C1, T)) woken after its deadline
+# but before the kernel's next period is throttled until that period begins: the kernel starts its
+# dl_timer in the waker's context (dl_check_constrained_dl()) just before the wakeup, and the
+# expiry lets it run. Once each such job was taken for an overrun ("started with 0ns ... overran")
+# or a stall; it is its own cause, "period", and no throttle.
+US = 1000
+L = [switch(0, BASE - 5 * MS, P, -1, "S", IDLE, 120)]
+for k in range(3):
+    r = BASE + 10 * k * MS
+    L.append(timer_start(0, r, IDLE, r + 80 * US))
+    L.append(wakeup(0, r + 2 * US, P, 0))
+    L.append(timer_expire(0, r + 80 * US))
+    L.append(switch(0, r + 85 * US, IDLE, 120, "R", P, -1))
+    L.append(switch(0, r + 85 * US + 2950 * US, P, -1, "S", IDLE, 120))
+th = T(100, 3 * MS, 3 * MS, 10 * MS)
+an = analyse([th], L)
+jobs = [j for j in an.tasks[100].jobs if j.finish is not None and j.complete]
+ok(len(jobs) == 3, "constrained deadline woken before its period: three jobs", [(j.n, j.kind) for j in jobs])
+ok(all(j.period_wait == 78 * US for j in jobs), "each waited 78 us for its period (wakeup to the timer's expiry)",
+   [j.period_wait for j in jobs])
+ok(all(j.throttles == 0 and not j.started_throttled and not j.throttled_at_end for j in jobs),
+   "waiting for the period is not a throttle", [(j.throttles, j.started_throttled, j.throttled_at_end) for j in jobs])
+ok(all(j.finish > j.deadline for j in jobs) and [tr.classify(an.tasks[100], j) for j in jobs] == ["period"] * 3,
+   "late by the wait: cause period", [tr.classify(an.tasks[100], j) for j in jobs])
+# The same timer pattern for an implicit-deadline thread is not a period wait (the kernel never
+# throttles it at a wakeup): the timer is somebody else's.
+an = analyse([T(100, 3 * MS, 10 * MS, 10 * MS)], L)
+jobs = [j for j in an.tasks[100].jobs if j.finish is not None and j.complete]
+ok(len(jobs) == 3 and all(j.period_wait == 0 for j in jobs), "implicit deadline: no period wait",
+   [j.period_wait for j in jobs])
+
 print(f"1..{n}")
 sys.exit(1 if failed else 0)
