@@ -372,18 +372,17 @@ run "$hook" --config "$tmp/oci-hook.yaml" poststop < <(state ffff0003 stopped 0 
 [ "$r1" = 0 ] && [ "$rc" = 0 ] && [ -z "$err" ] && ok "poststop for a container with nothing left, twice: exit 0" ||
         not_ok "poststop for a container with nothing left, twice: exit 0" "rc $r1 $rc" "$err"
 # The start-up rule is edfd's to carry out (AdmitAtStart): the hook leaves no process behind, and
-# its output closes when it exits (an engine reads it until then).
-t0=$(date +%s%N)
+# its output closes when it exits (an engine reads it until then: the command substitution below
+# returns only then).
 hook_out=$("$hook" --config "$tmp/oci-hook.yaml" createRuntime < <(state ffff0004 creating "$victim" "$tmp/bundle" \
         '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"') 2>&1; echo "rc=$?")
-t1=$(date +%s%N)
 left=$(pgrep -x edfd-oci-hook || true)
-if [ "$hook_out" = rc=0 ] && [ $(( (t1 - t0) / 1000000 )) -lt 3000 ] && [ -z "$left" ] &&
+if [ "$hook_out" = rc=0 ] && [ -z "$left" ] &&
    [ "$(group_state containers/ffff0004)" != absent ] && [ -z "$(reservations_of containers/ffff0004)" ]; then
         ok "start-up rule: the hook books the group, admits nothing yet, leaves no process and its output closes"
 else
         not_ok "start-up rule: the hook books the group, admits nothing yet, leaves no process and its output closes" \
-                "$hook_out" "$(( (t1 - t0) / 1000000 )) ms" "left: $left" "$(group_state containers/ffff0004)"
+                "$hook_out" "left: $left" "$(group_state containers/ffff0004)"
 fi
 run "$hook" --config "$tmp/oci-hook.yaml" poststop < <(state ffff0004 stopped "$victim" "$tmp/bundle" '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
 [ "$rc" = 0 ] && [ "$(group_state containers/ffff0004)" = absent ] && ok "poststop of a container never started removes its group" ||
