@@ -230,26 +230,21 @@ static void *worker_run(void *arg) {
         return NULL;
 }
 
+/* Write text to path whole or not at all: a temporary file beside it, synced, renamed over it. The
+ * directory exists (check_writable() made it). */
 static int write_file(const char *path, const char *text) {
-        _cleanup_free_ char *tmp = NULL, *dir = NULL;
+        _cleanup_free_ char *tmp = NULL;
         size_t len = strlen(text);
-        char *slash;
         int fd, r = 0;
 
-        dir = strdup(path);
-        if (!dir || asprintf(&tmp, "%s.XXXXXX", path) < 0)
+        if (asprintf(&tmp, "%s.XXXXXX", path) < 0)
                 return -ENOMEM;
-        slash = strrchr(dir, '/');
-        if (slash && slash != dir) {
-                *slash = '\0';
-                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-                        return -errno;
-        }
         fd = mkstemp(tmp);
         if (fd < 0)
                 return -errno;
+        errno = 0;
         if (fchmod(fd, 0644) < 0 || write(fd, text, len) != (ssize_t) len || fsync(fd) < 0)
-                r = errno ? -errno : -EIO;
+                r = errno ? -errno : -EIO; /* a short write leaves errno 0 */
         if (close(fd) < 0 && r == 0)
                 r = -errno;
         if (r == 0 && rename(tmp, path) < 0)
@@ -259,7 +254,7 @@ static int write_file(const char *path, const char *text) {
         return r;
 }
 
-/* Whether path's directory takes a new file (made if missing, as write_file() would). */
+/* Whether path's directory takes a new file (made if missing); path must not be a directory. */
 static int check_writable(const char *path) {
         _cleanup_free_ char *dir = strdup(path);
         char *slash;
