@@ -76,6 +76,13 @@ static int on_event(edfd *e, const edfd_event *ev, void *userdata) {
                 printf("%-8s #%" PRIu64 " gave half its runtime to #%" PRIu64 "\n", "split", edfd_event_id(ev),
                        edfd_event_child_id(ev));
                 break;
+        case EDFD_EVENT_THROTTLED:
+                comm_suffix(pid, tid, comm, sizeof comm);
+                stamp();
+                printf("%-9s #%" PRIu64 " pid %" PRIu32 " tid %" PRIu32 "%s: %" PRIu64 " throttle%s since its admission\n",
+                       "throttled", edfd_event_id(ev), pid, tid, comm, edfd_event_throttles(ev),
+                       edfd_event_throttles(ev) == 1 ? "" : "s");
+                break;
         case EDFD_EVENT_GROUPS_CHANGED:
                 stamp();
                 printf("%-8s the group tree changed\n", "groups");

@@ -39,6 +39,7 @@ typedef struct ReservationRow {
         uint64_t runtime, deadline, period, bw, flags, split_from, donated;
         uint32_t uid;
         uint32_t cpu;              /* partitioned placement: its CPU; RESERVATION_GLOBAL: global */
+        int64_t throttles;         /* -1: not counted */
         char comm[17];             /* "" when the thread is not visible */
 } ReservationRow;
 
@@ -48,6 +49,7 @@ typedef struct Props {
         const char *version;
         uint64_t capacity, allocated, unmanaged, kernel_capacity;
         unsigned waiting_at_start;
+        const char *throttle_counting; /* "on", why not, or "" (an older edfd) */
         int kernel_admission, overcommitted;
         uint32_t n_reservations, n_groups;
         uint64_t events_seen, events_lost, resyncs, unseen_children;
@@ -159,6 +161,7 @@ static int snapshot_rows(Snapshot *s) {
                         .donated = edfd_reservation_donated(v),
                         .uid = (uint32_t) edfd_reservation_uid(v),
                         .cpu = cpu < 0 ? RESERVATION_GLOBAL : (uint32_t) cpu,
+                        .throttles = edfd_reservation_throttles(v),
                 };
                 if (proc_thread_comm(w->pid, w->tid, w->comm) < 0)
                         w->comm[0] = '\0';
@@ -190,6 +193,7 @@ static int snapshot_rows(Snapshot *s) {
                 .resyncs = edfd_status_resyncs(x),
                 .unseen_children = edfd_status_unseen_children(x),
                 .waiting_at_start = edfd_status_waiting_at_start(x),
+                .throttle_counting = edfd_status_throttle_counting(x),
         };
         return 0;
 }
@@ -251,6 +255,14 @@ static int reservation_lines(const Snapshot *s, Table *t) {
                         r = r ?: table_add(t, "%s", "");
         }
         return r;
+}
+
+/* Under a reservation's line, when its thread was throttled: how often (nothing for none, and
+ * nothing where edfd does not count: the Throttles line above says which). */
+static void throttles_line(const ReservationRow *v, unsigned indent) {
+        if (v->throttles > 0)
+                printf("%*s%" PRId64 " throttle%s since its admission\n", (int) indent + 4, "", v->throttles,
+                       v->throttles == 1 ? "" : "s");
 }
 
 /* Print "LABEL: text" wrapped at 80 columns, continuation lines under the text. */
@@ -321,6 +333,13 @@ static int status_print(const Snapshot *s) {
                        p->waiting_at_start == 1 ? "" : "es", p->waiting_at_start == 1 ? "its" : "their");
         printf("      Events: %" PRIu64 " seen, %" PRIu64 " lost, %" PRIu64 " resyncs, %" PRIu64
                " unseen children\n", p->events_seen, p->events_lost, p->resyncs, p->unseen_children);
+        if (p->throttle_counting && strcmp(p->throttle_counting, "on") == 0)
+                printf("   Throttles: counted per reservation (shown under those throttled)\n");
+        else if (p->throttle_counting && *p->throttle_counting) {
+                char why[600];
+                snprintf(why, sizeof why, "not counted: %s", p->throttle_counting);
+                print_wrapped("   Throttles", why);
+        }
         if (p->overcommitted)
                 printf("     Warning: over-committed (the kernel gives less than the books hold); "
                        "new admissions are refused\n");
@@ -365,6 +384,7 @@ static int status_print(const Snapshot *s) {
                         if (strcmp(s->reservations[j].group, g->path) == 0) {
                                 printf("%*s", (int) (2 * g->depth + 2), "");
                                 table_print_row(res, j, stdout);
+                                throttles_line(&s->reservations[j], 2 * g->depth + 2);
                         }
         }
         /* Reservations in a group the list did not show (a group removed between the calls). */
@@ -375,6 +395,7 @@ static int status_print(const Snapshot *s) {
                 if (!found) {
                         printf("  (in %s) ", s->reservations[j].group);
                         table_print_row(res, j, stdout);
+                        throttles_line(&s->reservations[j], 2);
                 }
         }
         return 0;
@@ -401,7 +422,7 @@ static int list_print(const Snapshot *s) {
         bool any_cpu = false;
         for (size_t i = 0; i < ELEMENTSOF(headers); i++)
                 r = r ?: table_add(t, "%s", headers[i]);
-        for (size_t i = 0; i < 12; i++)
+        for (size_t i = 0; i < ELEMENTSOF(headers); i++)
                 if (i != 1 && i != 4 && i != 9)
                         table_align_right(t, i);
         for (size_t i = 0; i < s->n_reservations; i++) {
@@ -492,6 +513,7 @@ static json_object *json_reservation(const ReservationRow *v) {
         JSON_ADD(o, "split_from", v->split_from ? json_object_new_uint64(v->split_from) : NULL, r);
         JSON_ADD(o, "donated", v->split_from ? json_object_new_uint64(v->donated) : NULL, r);
         JSON_ADD(o, "cpu", v->cpu != RESERVATION_GLOBAL ? json_object_new_uint64(v->cpu) : NULL, r);
+        JSON_ADD(o, "throttles", v->throttles >= 0 ? json_object_new_int64(v->throttles) : NULL, r);
         JSON_ADD(o, "uid", json_object_new_uint64(v->uid), r);
         if (r < 0) {
                 json_object_put(o);
@@ -582,6 +604,8 @@ static int json_status(const Snapshot *s, json_object **ret) {
         JSON_ADD(o, "allocated", json_bw(p->allocated), r);
         JSON_ADD(o, "unmanaged", json_bw(p->unmanaged), r);
         JSON_ADD(o, "waiting_at_start", json_object_new_int64(p->waiting_at_start), r);
+        JSON_ADD(o, "throttle_counting",
+                 p->throttle_counting && *p->throttle_counting ? json_object_new_string(p->throttle_counting) : NULL, r);
         JSON_ADD(o, "free", p->capacity == UINT64_MAX ? NULL :
                  json_object_new_double(((double) p->capacity - (double) p->allocated) / (double) BW_UNIT), r);
         JSON_ADD(o, "overcommitted", json_object_new_boolean(p->overcommitted), r);

@@ -32,6 +32,7 @@ static void help(void) {
                "     --cgroup-root DIR      Bind groups to cgroups under DIR (overrides cgroup-root:)\n"
                "     --state-dir DIR        Keep the state in DIR (default /run/edfd)\n"
                "     --log-level LEVEL      err, warning, notice, info (default) or debug\n"
+               "     --no-throttle-count    Do not load the BPF program that counts throttles\n"
                "\n"
                "Signals: SIGTERM and SIGINT stop edfd (admitted threads keep their parameters),\n"
                "SIGHUP reloads the configuration. See edfd(8).\n",
@@ -39,7 +40,8 @@ static void help(void) {
 }
 
 int main(int argc, char *argv[]) {
-        enum { ARG_VERSION = 0x100, ARG_CGROUP_ROOT, ARG_STATE_DIR, ARG_LOG_LEVEL, ARG_PRINT_DEFAULT, ARG_EMBEDDED };
+        enum { ARG_VERSION = 0x100, ARG_CGROUP_ROOT, ARG_STATE_DIR, ARG_LOG_LEVEL, ARG_PRINT_DEFAULT, ARG_EMBEDDED,
+               ARG_NO_THROTTLE_COUNT };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
@@ -50,6 +52,7 @@ int main(int argc, char *argv[]) {
                 { "cgroup-root", required_argument, NULL, ARG_CGROUP_ROOT },
                 { "state-dir", required_argument, NULL, ARG_STATE_DIR },
                 { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+                { "no-throttle-count", no_argument, NULL, ARG_NO_THROTTLE_COUNT },
                 {},
         };
         ManagerOptions opts = {};
@@ -73,6 +76,9 @@ int main(int argc, char *argv[]) {
                         break;
                 case ARG_EMBEDDED:
                         opts.embedded_config = true;
+                        break;
+                case ARG_NO_THROTTLE_COUNT:
+                        opts.no_throttle_count = true;
                         break;
                 case ARG_PRINT_DEFAULT:
                         fputs(edfd_default_config, stdout);

@@ -380,6 +380,7 @@ static int method_release_process(sd_bus_message *msg, void *userdata, sd_bus_er
 static int method_list_reservations(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Manager *m = userdata;
+        uint64_t throttles;
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -401,6 +402,8 @@ static int method_list_reservations(sd_bus_message *msg, void *userdata, sd_bus_
                         r = sd_bus_message_append(reply, "{sv}", "donated", "t", res->donated);
                 if (r >= 0 && res->partitioned)
                         r = sd_bus_message_append(reply, "{sv}", "cpu", "u", res->cpu);
+                if (r >= 0 && throttles_read(m->throttles, res->tid, &throttles) >= 0)
+                        r = sd_bus_message_append(reply, "{sv}", "throttles", "t", throttles);
                 if (r >= 0)
                         r = sd_bus_message_close_container(reply);
                 if (r >= 0)
@@ -638,6 +641,13 @@ static int property_bools(sd_bus *bus, const char *path, const char *interface, 
         return sd_bus_message_append(reply, "b", tree_overcommitted(m->tree));
 }
 
+static int property_throttle_counting(sd_bus *bus, const char *path, const char *interface, const char *property,
+                                      sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "s", throttles_state(m->throttles));
+}
+
 static int property_version(sd_bus *bus, const char *path, const char *interface, const char *property,
                             sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         return sd_bus_message_append(reply, "s", EDFD_VERSION);
@@ -683,6 +693,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Resyncs", "t", property_resyncs, 0, 0),
         SD_BUS_PROPERTY("UnseenChildren", "t", property_unseen_children, 0, 0),
         SD_BUS_PROPERTY("WaitingAtStart", "u", property_counts, 0, 0),
+        SD_BUS_PROPERTY("ThrottleCounting", "s", property_throttle_counting, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_METHOD_WITH_NAMES("Admit", "uustttt",
                                  SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group) SD_BUS_PARAM(runtime)
                                  SD_BUS_PARAM(deadline) SD_BUS_PARAM(period) SD_BUS_PARAM(flags),
@@ -730,6 +741,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                  SD_BUS_PARAM(reason) SD_BUS_PARAM(fields), 0),
         SD_BUS_SIGNAL_WITH_NAMES("Split", "tt", SD_BUS_PARAM(donor_id) SD_BUS_PARAM(child_id), 0),
         SD_BUS_SIGNAL("GroupsChanged", "", 0),
+        SD_BUS_SIGNAL_WITH_NAMES("ReservationThrottled", "tuut",
+                                 SD_BUS_PARAM(id) SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(throttles), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -878,4 +891,12 @@ void manager_bus_emit_split(Manager *m, uint64_t donor, uint64_t child) {
 
 void manager_bus_emit_groups_changed(Manager *m) {
         emit(m, "GroupsChanged", "");
+}
+
+void manager_bus_emit_throttled(Manager *m, const Reservation *r, uint64_t throttles) {
+        emit(m, "ReservationThrottled", "tuut", r->id, r->pid, r->tid, throttles);
+}
+
+bool manager_bus_subscribed(const Manager *m) {
+        return m->bus && m->bus_half && sd_bus_track_count(m->bus_half->subscribers) > 0;
 }

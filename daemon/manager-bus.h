@@ -6,6 +6,7 @@
  * sd_bus_track), the signals held back until a reply has gone out, and the post source that drains
  * the bus. The manager calls it only through the functions below. */
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/tree.h"
@@ -36,3 +37,7 @@ void manager_bus_emit_removed(Manager *m, uint64_t id, uint32_t pid, uint32_t ti
 void manager_bus_emit_changed(Manager *m, const Reservation *r, const char *reason);
 void manager_bus_emit_split(Manager *m, uint64_t donor, uint64_t child);
 void manager_bus_emit_groups_changed(Manager *m);
+/* ReservationThrottled(t id, u pid, u tid, t throttles): r's count grew to throttles. */
+void manager_bus_emit_throttled(Manager *m, const Reservation *r, uint64_t throttles);
+/* Whether anyone is subscribed (a signal would go out). */
+bool manager_bus_subscribed(const Manager *m);

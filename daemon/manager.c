@@ -91,6 +91,8 @@ SchedTarget *target_get(Manager *m, uint64_t id) {
         return hashmap_get(&m->targets, id);
 }
 
+/* A reservation's thread is counted (throttle.h) from the moment it has its target until the target
+ * goes: every room books and releases threads through these two. */
 int target_put(Manager *m, uint64_t id, const SchedTarget *t) {
         SchedTarget *copy = malloc(sizeof *copy);
         int r;
@@ -99,9 +101,14 @@ int target_put(Manager *m, uint64_t id, const SchedTarget *t) {
                 return -ENOMEM;
         *copy = *t;
         r = hashmap_put(&m->targets, id, copy);
-        if (r < 0)
+        if (r < 0) {
                 free(copy);
-        return r;
+                return r;
+        }
+        r = throttles_track(m->throttles, (uint32_t) t->tid);
+        if (r < 0 && r != -EOPNOTSUPP)
+                log_debug("Throttles of thread %d are not counted: %s", (int) t->tid, strerror(-r));
+        return 0;
 }
 
 static void target_free(void *p) {
@@ -114,7 +121,11 @@ static void target_free(void *p) {
 }
 
 void target_drop(Manager *m, uint64_t id) {
-        target_free(hashmap_remove(&m->targets, id));
+        SchedTarget *t = hashmap_remove(&m->targets, id);
+
+        if (t)
+                throttles_untrack(m->throttles, (uint32_t) t->tid);
+        target_free(t);
 }
 
 uint64_t sched_flags_of(uint64_t admit_flags) {
@@ -397,6 +408,16 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 return r;
         }
 
+        /* Before adopt(): the re-adopted threads are counted too. */
+        if (throttles_new(&m->throttles, opts->no_throttle_count ? "turned off (--no-throttle-count)" : NULL) < 0) {
+                manager_free(m);
+                return log_oom();
+        }
+        if (throttles_on(m->throttles))
+                log_info("Counting throttles of managed threads (BPF on the sched_switch tracepoint)");
+        else
+                log_notice("Throttles are not counted: %s", throttles_state(m->throttles));
+
         r = adopt_load(m, &loaded, &down_since);
         if (r < 0) {
                 manager_free(m);
@@ -418,6 +439,39 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
 
         *ret = m;
         return 0;
+}
+
+/* --- throttles: the counts seen once a second, a signal for each reservation whose count grew --- */
+
+#define THROTTLE_POLL_USEC UINT64_C(1000000)
+
+static void on_thread_throttled(void *userdata, uint32_t tid, uint64_t total) {
+        Manager *m = userdata;
+        const Reservation *r = tree_find_thread(m->tree, tid);
+
+        if (r)
+                manager_bus_emit_throttled(m, r, total);
+}
+
+/* Nobody subscribed: nothing is read (the next subscriber's first second reports what grew since). */
+static int on_throttle_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        if (manager_bus_subscribed(m))
+                (void) throttles_poll(m->throttles, on_thread_throttled, m);
+        (void) sd_event_source_set_time_relative(s, THROTTLE_POLL_USEC);
+        return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+static void throttles_start(Manager *m) {
+        int r;
+
+        if (!throttles_on(m->throttles))
+                return;
+        r = sd_event_add_time_relative(m->event, &m->throttle_timer, CLOCK_MONOTONIC, THROTTLE_POLL_USEC,
+                                       THROTTLE_POLL_USEC / 10, on_throttle_timer, m);
+        if (r < 0)
+                log_warning("Throttles are counted but not signalled: %s", strerror(-r));
 }
 
 int manager_start(Manager *m) {
@@ -444,6 +498,7 @@ int manager_start(Manager *m) {
         if (r < 0)
                 return r;
         place_start(m);
+        throttles_start(m);
 
         r = sd_bus_open_system(&m->bus);
         if (r < 0) {
@@ -491,6 +546,8 @@ Manager *manager_free(Manager *m) {
         sd_bus_flush_close_unref(m->bus);
         sd_event_unref(m->event);
         hashmap_done_free(&m->targets, target_free);
+        sd_event_source_unref(m->throttle_timer);
+        m->throttles = throttles_free(m->throttles);
         sched_pin_cache_prune(&m->pins, true);
         authz_names_flush(&m->names);
         tree_free(m->tree);

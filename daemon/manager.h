@@ -22,6 +22,7 @@
 #include "core/rate.h"
 #include "sched-dl.h"
 #include "state.h"
+#include "throttle.h"
 #include "core/tree.h"
 
 typedef struct ManagerOptions {
@@ -29,6 +30,7 @@ typedef struct ManagerOptions {
         const char *state_dir;     /* NULL: /run/edfd */
         const char *cgroup_root;   /* NULL: from the configuration */
         bool embedded_config;      /* use the embedded default even if /etc/edfd/edfd.yaml exists */
+        bool no_throttle_count;    /* do not load the throttle counter (throttle.h) */
 } ManagerOptions;
 
 /* Why an operation did not happen. manager-bus.c maps kinds to D-Bus errors. */
@@ -127,6 +129,8 @@ typedef struct Manager {
         char *state_dir;
         State *state;
         Capacity *capacity;        /* what the kernel can give: see capacity.h */
+        Throttles *throttles;      /* the throttle counter, on or off with the reason: see throttle.h */
+        sd_event_source *throttle_timer; /* looks at the counts once a second while someone subscribed */
         bool overcommit_reported;
         uint64_t overcommit_logged_ns; /* CLOCK_MONOTONIC of the last overcommit error, 0 for none */
 

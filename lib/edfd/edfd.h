@@ -183,6 +183,10 @@ uint64_t edfd_reservation_donated(const edfd_reservation *v);
 uid_t edfd_reservation_uid(const edfd_reservation *v);
 /* Its CPU under partitioned placement, or -1 under global placement. */
 int edfd_reservation_cpu(const edfd_reservation *v);
+/* How often its thread was throttled since it was admitted (left the CPU with its runtime used up
+ * before its period ended; ending a job with edfd_job_done() is not counted), or -1 when edfd does
+ * not count (edfd_status_throttle_counting() says why) or is older. Since 0.1. */
+int64_t edfd_reservation_throttles(const edfd_reservation *v);
 
 /* The groups (EDFD_SNAPSHOT_GROUPS), in edfd's order. */
 size_t edfd_snapshot_n_groups(const edfd_snapshot *s);
@@ -235,6 +239,9 @@ uint64_t edfd_status_unseen_children(const edfd_snapshot *s);
 /* Processes edfd watches to admit at their program's start (edfd_admit_at_start()). Since 0.1;
  * 0 from an older edfd. */
 unsigned edfd_status_waiting_at_start(const edfd_snapshot *s);
+/* Whether edfd counts throttles: "on", or why not ("the kernel refused the BPF program: ...");
+ * "" from an older edfd or when the snapshot did not ask. Since 0.1. */
+const char *edfd_status_throttle_counting(const edfd_snapshot *s);
 
 /* --- events: edfd_subscribe(3) --- */
 
@@ -249,6 +256,8 @@ typedef enum edfd_event_type {
         EDFD_EVENT_DAEMON_STARTED = 6, /* edfd joined the bus (subscribed again by the library) */
         EDFD_EVENT_DAEMON_STOPPED = 7, /* edfd left the bus */
         EDFD_EVENT_DISCONNECTED = 8,  /* the bus connection is lost; nothing more comes */
+        EDFD_EVENT_THROTTLED = 9,     /* a thread's throttles grew (looked at once a second): id, pid,
+                                       * tid, throttles (the total since its admission). Since 0.1. */
 } edfd_event_type;
 
 /* Called for each event, from edfd_process(); ev is valid during the call only. A negative return
@@ -289,6 +298,8 @@ uint64_t edfd_event_period(const edfd_event *ev);
 /* ADDED and CHANGED of a reservation of partitioned placement: its CPU (after a move by the
  * partition's reaction, the new one). -1 for global placement and other events. Since 0.1. */
 int edfd_event_cpu(const edfd_event *ev);
+/* THROTTLED: the reservation's throttles since its admission. 0 for other events. Since 0.1. */
+uint64_t edfd_event_throttles(const edfd_event *ev);
 
 /* For __attribute__((cleanup)): edfd *e __attribute__((cleanup(edfd_closep))) = NULL; */
 static inline void edfd_closep(edfd **e) {

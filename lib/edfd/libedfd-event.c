@@ -17,7 +17,7 @@
 
 struct edfd_event {
         edfd_event_type type;
-        uint64_t id, child_id, runtime, deadline, period;
+        uint64_t id, child_id, runtime, deadline, period, throttles;
         uint32_t pid, tid;
         int cpu;                   /* -1: none said (global placement, or an older edfd) */
         const char *group, *reason;
@@ -72,6 +72,9 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         } else if (strcmp(member, "Split") == 0) {
                 ev.type = EDFD_EVENT_SPLIT;
                 r = sd_bus_message_read(m, "tt", &ev.id, &ev.child_id);
+        } else if (strcmp(member, "ReservationThrottled") == 0) {
+                ev.type = EDFD_EVENT_THROTTLED;
+                r = sd_bus_message_read(m, "tuut", &ev.id, &ev.pid, &ev.tid, &ev.throttles);
         } else if (strcmp(member, "GroupsChanged") == 0)
                 ev.type = EDFD_EVENT_GROUPS_CHANGED;
         else
@@ -263,4 +266,7 @@ uint64_t edfd_event_period(const edfd_event *ev) {
 }
 int edfd_event_cpu(const edfd_event *ev) {
         return ev ? ev->cpu : -1;
+}
+uint64_t edfd_event_throttles(const edfd_event *ev) {
+        return ev ? ev->throttles : 0;
 }

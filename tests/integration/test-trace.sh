@@ -26,8 +26,6 @@ N=org.edfd.Admission1
 P=/org/edfd/Admission1
 I=org.edfd.Admission1.Manager
 
-n=0
-failed=0
 tmp=$(mktemp -d /tmp/test-trace.XXXXXX)
 bg_pids=()
 trace_pids=()
@@ -48,32 +46,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-ok() {
-        n=$((n + 1))
-        echo "ok $n - $1"
-}
-
-not_ok() {
-        local name=$1 line
-        shift
-        n=$((n + 1))
-        failed=$((failed + 1))
-        echo "not ok $n - $name"
-        for line in "$@"; do
-                printf '%s\n' "$line" | sed 's/^/#   /'
-        done
-}
-
-skip() {
-        n=$((n + 1))
-        echo "ok $n - $1 # SKIP $2"
-}
-
-check() { # check NAME CMD...: ok if CMD succeeds
-        local name=$1
-        shift
-        if "$@" >"$tmp/check.out" 2>&1; then ok "$name"; else not_ok "$name" "$(cat "$tmp/check.out")"; fi
-}
+. "$here/tap.sh" # ok, not_ok, skip, check, wait_for
 
 # in_tracefs CMD...: CMD in a private mount namespace with tracefs mounted.
 in_tracefs() {
@@ -110,15 +83,6 @@ run_trace() {
         rc=$?
         out=$(<"$tmp/out")
         err=$(<"$tmp/err")
-}
-
-wait_for() {
-        local i
-        for i in $(seq 200); do
-                "$@" >/dev/null 2>&1 && return 0
-                sleep 0.05
-        done
-        return 1
 }
 
 bcall() {

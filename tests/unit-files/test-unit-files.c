@@ -308,7 +308,8 @@ Test(units, hardening_keys) {
                 cr_assert(!strstr(text, needle), "edfd.service has %s, which breaks edfd", forbidden[i]);
                 free(needle);
         }
-        /* The capability set: CAP_SYS_NICE, plus what the proc connector needs, nothing else. */
+        /* The capability set: CAP_SYS_NICE, plus what the proc connector needs (CAP_NET_ADMIN) and the
+         * throttle counter's BPF program (CAP_BPF, CAP_PERFMON), nothing else. */
         {
                 const char *cap = strstr(text, "\nCapabilityBoundingSet=");
                 char line[256];
@@ -316,8 +317,10 @@ Test(units, hardening_keys) {
                 sscanf(cap + 1, "CapabilityBoundingSet=%255[^\n]", line);
                 cr_assert(strstr(line, "CAP_SYS_NICE"), "CapabilityBoundingSet= lacks CAP_SYS_NICE: %s", line);
                 for (char *tok = strtok(line, " "); tok; tok = strtok(NULL, " "))
-                        cr_assert(streq(tok, "CAP_SYS_NICE") || streq(tok, "CAP_NET_ADMIN"),
-                                  "CapabilityBoundingSet= has %s, more than CAP_SYS_NICE and CAP_NET_ADMIN", tok);
+                        cr_assert(streq(tok, "CAP_SYS_NICE") || streq(tok, "CAP_NET_ADMIN") || streq(tok, "CAP_BPF") ||
+                                          streq(tok, "CAP_PERFMON"),
+                                  "CapabilityBoundingSet= has %s, more than CAP_SYS_NICE, CAP_NET_ADMIN, CAP_BPF and "
+                                  "CAP_PERFMON", tok);
         }
         free(text);
         free(unit);

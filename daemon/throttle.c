@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+
+/* The throttle counter's adapter: loads throttle.bpf.c through its libbpf skeleton (generated at
+ * build time by bpftool gen skeleton), keeps the map's entries to the threads edfd manages, reads
+ * them. See throttle.h. */
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "basic/hashmap.h"
+#include "basic/macro.h"
+#include "core/throttle.h"
+#include "log.h"
+#include "throttle.h"
+
+#if HAVE_BPF
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "throttle.skel.h"
+#endif
+
+struct Throttles {
+#if HAVE_BPF
+        struct throttle_bpf *skel; /* NULL: counting is off */
+#endif
+        int map_fd;                /* -1: off */
+        bool attached;             /* on sched_switch now: only while some thread is counted */
+        char reason[256];          /* "on", or why not */
+        Hashmap seen;              /* tid -> uint64_t *: the count the last poll saw */
+};
+
+#if HAVE_BPF
+/* libbpf's own messages (the verifier's log on a refusal) go to the debug log, not to stderr. */
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
+        char line[512];
+        size_t n;
+
+        if (level == LIBBPF_DEBUG)
+                return 0;
+        vsnprintf(line, sizeof line, fmt, ap);
+        n = strlen(line);
+        if (n > 0 && line[n - 1] == '\n')
+                line[n - 1] = '\0';
+        log_debug("libbpf: %s", line);
+        return 0;
+}
+
+static int load(Throttles *t) {
+        struct throttle_bpf *s;
+        int r;
+
+        libbpf_set_print(libbpf_log);
+        if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
+                r = errno;
+                throttle_reason(THROTTLE_STEP_BTF, r, t->reason, sizeof t->reason);
+                return -r;
+        }
+        s = throttle_bpf__open();
+        if (!s) {
+                r = errno ? errno : EINVAL;
+                throttle_reason(THROTTLE_STEP_OPEN, r, t->reason, sizeof t->reason);
+                return -r;
+        }
+        r = throttle_bpf__load(s);
+        if (r < 0) {
+                throttle_reason(THROTTLE_STEP_LOAD, -r, t->reason, sizeof t->reason);
+                throttle_bpf__destroy(s);
+                return r;
+        }
+        /* Attached once to know that it attaches, then only while some thread is counted. */
+        r = throttle_bpf__attach(s);
+        if (r < 0) {
+                throttle_reason(THROTTLE_STEP_ATTACH, -r, t->reason, sizeof t->reason);
+                throttle_bpf__destroy(s);
+                return r;
+        }
+        throttle_bpf__detach(s);
+        t->skel = s;
+        t->map_fd = bpf_map__fd(s->maps.throttles);
+        snprintf(t->reason, sizeof t->reason, "on");
+        return 0;
+}
+#endif
+
+int throttles_new(Throttles **ret, const char *disabled) {
+        Throttles *t = calloc(1, sizeof *t);
+
+        if (!t)
+                return -ENOMEM;
+        t->map_fd = -1;
+        if (disabled)
+                snprintf(t->reason, sizeof t->reason, "%s", disabled);
+        else {
+#if HAVE_BPF
+                (void) load(t);
+#else
+                snprintf(t->reason, sizeof t->reason, "edfd was built without BPF support (libbpf, clang, bpftool)");
+#endif
+        }
+        *ret = t;
+        return 0;
+}
+
+Throttles *throttles_free(Throttles *t) {
+        if (!t)
+                return NULL;
+#if HAVE_BPF
+        throttle_bpf__destroy(t->skel);
+#endif
+        hashmap_done_free(&t->seen, free);
+        free(t);
+        return NULL;
+}
+
+bool throttles_on(const Throttles *t) {
+        return t && t->map_fd >= 0;
+}
+
+const char *throttles_state(const Throttles *t) {
+        return t ? t->reason : "not started";
+}
+
+size_t throttles_tracked(const Throttles *t) {
+        return t ? t->seen.n_items : 0;
+}
+
+bool throttles_attached(const Throttles *t) {
+        return t && t->attached;
+}
+
+#if HAVE_BPF
+int throttles_track(Throttles *t, uint32_t tid) {
+        uint64_t zero = 0, *seen;
+        int r;
+
+        if (!throttles_on(t))
+                return -EOPNOTSUPP;
+        if (tid == 0)
+                return -EINVAL;
+        seen = hashmap_get(&t->seen, tid);
+        if (!seen) {
+                seen = malloc(sizeof *seen);
+                if (!seen)
+                        return -ENOMEM;
+                r = hashmap_put(&t->seen, tid, seen);
+                if (r < 0) {
+                        free(seen);
+                        return r;
+                }
+        }
+        *seen = 0;
+        r = bpf_map_update_elem(t->map_fd, &tid, &zero, BPF_ANY);
+        if (r < 0) {
+                r = -errno;
+                free(hashmap_remove(&t->seen, tid));
+                return r == -E2BIG ? -ENOSPC : r;
+        }
+        if (!t->attached) {
+                r = throttle_bpf__attach(t->skel);
+                if (r < 0) {
+                        (void) bpf_map_delete_elem(t->map_fd, &tid);
+                        free(hashmap_remove(&t->seen, tid));
+                        return r;
+                }
+                t->attached = true;
+        }
+        return 0;
+}
+
+void throttles_untrack(Throttles *t, uint32_t tid) {
+        uint64_t *seen;
+
+        if (!throttles_on(t))
+                return;
+        seen = hashmap_remove(&t->seen, tid);
+        if (!seen)
+                return;
+        free(seen);
+        (void) bpf_map_delete_elem(t->map_fd, &tid);
+        if (t->seen.n_items == 0 && t->attached) {
+                throttle_bpf__detach(t->skel); /* nothing to count: no cost at any context switch */
+                t->attached = false;
+        }
+}
+
+int throttles_read(const Throttles *t, uint32_t tid, uint64_t *ret) {
+        if (!throttles_on(t))
+                return -EOPNOTSUPP;
+        if (!hashmap_get(&t->seen, tid))
+                return -ENOENT;
+        return bpf_map_lookup_elem(t->map_fd, &tid, ret) < 0 ? -errno : 0;
+}
+
+size_t throttles_poll(Throttles *t, ThrottlesGrew grew, void *userdata) {
+        uint64_t tid, *seen, now;
+        size_t n = 0;
+
+        if (!throttles_on(t))
+                return 0;
+        HASHMAP_FOREACH_KEY(seen, tid, &t->seen, i) {
+                uint32_t k = (uint32_t) tid;
+                if (bpf_map_lookup_elem(t->map_fd, &k, &now) < 0 || !throttle_grew(seen, now))
+                        continue;
+                n++;
+                grew(userdata, k, now);
+        }
+        return n;
+}
+#else
+int throttles_track(Throttles *t, uint32_t tid) {
+        return -EOPNOTSUPP;
+}
+void throttles_untrack(Throttles *t, uint32_t tid) {
+}
+int throttles_read(const Throttles *t, uint32_t tid, uint64_t *ret) {
+        return -EOPNOTSUPP;
+}
+size_t throttles_poll(Throttles *t, ThrottlesGrew grew, void *userdata) {
+        return 0;
+}
+#endif
