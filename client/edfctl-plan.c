@@ -2,7 +2,8 @@
 /* edfctl plan FILE: the dry run. Reads a task set (plan-file.h), places it offline on --cpus CPUs
  * with partitioned placement (core/plan.h) under the supply model given on the command line, and
  * prints for each task placed, split or refused, where, and which test decided. Touches nothing:
- * no bus, no kernel call. */
+ * no bus, no kernel call. With --live the running edfd decides instead (its Plan method, through
+ * libedfd's edfd_plan): its groups, its partitions and what they hold now, nothing applied. */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -306,6 +307,155 @@ static int print_json(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *
         return r;
 }
 
+/* --- --live: edfd decides --- */
+
+static const char *live_result(const edfd_plan *p, size_t i) {
+        const char *r = edfd_plan_result(p, i);
+        return r && strcmp(r, "placed") == 0 && edfd_plan_cpu(p, i, 1) < 0 ? "admitted" : r ?: "?";
+}
+
+static int print_live_text(const PlanFile *f, const edfd_plan *p) {
+        _cleanup_(table_freep) Table *t = table_new(9);
+        char a[DURATION_MAX], b[DURATION_MAX], d[DURATION_MAX], g[DURATION_MAX];
+        size_t admitted = 0, split = 0, refused = 0;
+        int r;
+
+        if (!t)
+                return -ENOMEM;
+        r = table_add(t, "TASK") ?: table_add(t, "GROUP") ?: table_add(t, "RUNTIME") ?: table_add(t, "DEADLINE") ?:
+            table_add(t, "PERIOD") ?: table_add(t, "SHARE") ?: table_add(t, "RESULT") ?: table_add(t, "CPU") ?:
+            table_add(t, "TEST");
+        for (size_t i = 0; r == 0 && i < f->n; i++) {
+                const PlanTask *k = &f->tasks[i];
+                const char *res = live_result(p, i), *grp = edfd_plan_group(p, i);
+                int c1 = edfd_plan_cpu(p, i, 1), c2 = edfd_plan_cpu(p, i, 2);
+                uint64_t bw = 0;
+
+                (void) bw_of(k->params.runtime, k->params.period, &bw);
+                r = table_add(t, "%s", k->name) ?: table_add(t, "%s", grp && *grp ? grp : "-") ?:
+                    table_add(t, "%s", duration_format(k->params.runtime, a)) ?:
+                    table_add(t, "%s", duration_format(k->params.deadline, b)) ?:
+                    table_add(t, "%s", duration_format(k->params.period, d)) ?: table_add(t, "%s", bw_format_up(bw, g)) ?:
+                    table_add(t, "%s", res);
+                if (r == 0 && c1 >= 0 && c2 >= 0)
+                        r = table_add(t, "%d+%d", c1, c2);
+                else if (r == 0 && c1 >= 0)
+                        r = table_add(t, "%d", c1);
+                else if (r == 0)
+                        r = table_add(t, "-");
+                r = r ?: table_add(t, "%s", edfd_plan_test(p, i) ?: "-");
+        }
+        if (r < 0)
+                return r;
+        table_print(t, stdout);
+        for (size_t i = 0; i < f->n; i++) {
+                const char *res = edfd_plan_result(p, i);
+                if (res && strcmp(res, "split") == 0) {
+                        uint64_t r1 = edfd_plan_runtime(p, i, 1), dl = f->tasks[i].params.deadline;
+                        char e1[DURATION_MAX];
+                        if (split++ == 0)
+                                putchar('\n');
+                        printf("%s: stage 1 runs %s within %s on cpu%d; stage 2 runs %s within %s on cpu%d, released %s "
+                               "after each release\n", f->tasks[i].name, duration_format(r1, a), duration_format(r1, b),
+                               edfd_plan_cpu(p, i, 1), duration_format(edfd_plan_runtime(p, i, 2), d),
+                               duration_format(dl > r1 ? dl - r1 : 0, g), edfd_plan_cpu(p, i, 2), duration_format(r1, e1));
+                } else if (res && strcmp(res, "placed") == 0)
+                        admitted++;
+        }
+        for (size_t i = 0; i < f->n; i++) {
+                const char *res = edfd_plan_result(p, i);
+                if (res && strcmp(res, "refused") == 0) {
+                        if (refused++ == 0)
+                                putchar('\n');
+                        printf("%s: refused: %s\n", f->tasks[i].name, edfd_plan_reason(p, i) ?: "");
+                }
+        }
+        printf("\n%zu of %zu tasks admitted (%zu split), %zu refused: decided by edfd against what it holds now; "
+               "nothing applied\n", admitted + split, f->n, split, refused);
+        return 0;
+}
+
+static int print_live_json(const PlanFile *f, const edfd_plan *p) {
+        json_object *o = json_object_new_object(), *tasks = json_object_new_array();
+        int r = 0;
+
+        if (!o || !tasks) {
+                json_object_put(o);
+                json_object_put(tasks);
+                return -ENOMEM;
+        }
+        JSON_ADD(o, "live", json_object_new_boolean(1), r);
+        for (size_t i = 0; r == 0 && i < f->n; i++) {
+                const PlanTask *k = &f->tasks[i];
+                const char *res = edfd_plan_result(p, i) ?: "?", *grp = edfd_plan_group(p, i);
+                json_object *t = json_object_new_object();
+                int c1 = edfd_plan_cpu(p, i, 1), c2 = edfd_plan_cpu(p, i, 2);
+                uint64_t bw = 0;
+
+                if (!t || json_object_array_add(tasks, t) < 0) {
+                        json_object_put(t);
+                        r = -ENOMEM;
+                        break;
+                }
+                (void) bw_of(k->params.runtime, k->params.period, &bw);
+                JSON_ADD(t, "name", json_object_new_string(k->name), r);
+                JSON_ADD(t, "group", grp && *grp ? json_object_new_string(grp) : NULL, r);
+                JSON_ADD(t, "runtime", json_object_new_uint64(k->params.runtime), r);
+                JSON_ADD(t, "deadline", json_object_new_uint64(k->params.deadline), r);
+                JSON_ADD(t, "period", json_object_new_uint64(k->params.period), r);
+                JSON_ADD(t, "bandwidth", json_bw(bw), r);
+                JSON_ADD(t, "split_allowed", json_object_new_boolean(k->split), r);
+                JSON_ADD(t, "result", json_object_new_string(res), r);
+                JSON_ADD(t, "cpu", c1 >= 0 ? json_object_new_int(c1) : NULL, r);
+                JSON_ADD(t, "cpu_stage2", c2 >= 0 ? json_object_new_int(c2) : NULL, r);
+                if (strcmp(res, "split") == 0) {
+                        JSON_ADD(t, "runtime_stage1", json_object_new_uint64(edfd_plan_runtime(p, i, 1)), r);
+                        JSON_ADD(t, "runtime_stage2", json_object_new_uint64(edfd_plan_runtime(p, i, 2)), r);
+                }
+                JSON_ADD(t, "test", json_object_new_string(edfd_plan_test(p, i) ?: "-"), r);
+                JSON_ADD(t, "reason", strcmp(res, "refused") == 0 ? json_object_new_string(edfd_plan_reason(p, i) ?: "") : NULL, r);
+        }
+        JSON_ADD(o, "tasks", tasks, r);
+        if (r == 0)
+                r = json_print(o);
+        json_object_put(o);
+        return r;
+}
+
+static int plan_live(const Args *a, const PlanFile *f) {
+        _cleanup_(edfd_closep) edfd *e = NULL;
+        _cleanup_(edfd_plan_freep) edfd_plan *p = NULL;
+        int r, ex;
+
+        r = edfd_plan_new(&p);
+        for (size_t i = 0; r >= 0 && i < f->n; i++)
+                r = edfd_plan_add(p, f->tasks[i].name, f->tasks[i].group, f->tasks[i].params.runtime,
+                                  f->tasks[i].params.deadline, f->tasks[i].params.period, f->tasks[i].split);
+        if (r == -E2BIG) {
+                fprintf(stderr, "edfctl: %s has %zu tasks: edfd plans at most 1024 at once\n", a->positional[0], f->n);
+                return EDFCTL_EXIT_USAGE;
+        }
+        if (r < 0) {
+                fprintf(stderr, "edfctl: cannot make the plan: %s\n", strerror(-r));
+                return EDFCTL_EXIT_FAILED;
+        }
+        ex = edfctl_connect(&e);
+        if (ex != EDFCTL_EXIT_OK)
+                return ex;
+        r = edfd_plan_run(e, p);
+        if (r < 0)
+                return edfctl_failed(e, r, "Plan");
+        r = (a->given & ARG_JSON) ? print_live_json(f, p) : print_live_text(f, p);
+        if (r < 0) {
+                fprintf(stderr, "edfctl: cannot print the plan: %s\n", strerror(-r));
+                return EDFCTL_EXIT_FAILED;
+        }
+        for (size_t i = 0; i < f->n; i++)
+                if (strcmp(edfd_plan_result(p, i) ?: "refused", "refused") == 0)
+                        return EDFCTL_EXIT_FAILED;
+        return EDFCTL_EXIT_OK;
+}
+
 int verb_plan(const Args *a) {
         _cleanup_free_ char *buf = NULL;
         _cleanup_free_ PlanEntry *entries = NULL;
@@ -316,6 +466,9 @@ int verb_plan(const Args *a) {
         size_t len = 0;
         int r, ex;
 
+        if ((a->given & ARG_LIVE) && (a->given & (ARG_CPUS | ARG_CAPACITY | ARG_SERVER | ARG_FIT)))
+                return usage_error(a, "--live asks edfd, which knows its CPUs, capacity, fair server and fit: "
+                                      "--cpus, --capacity, --server and --fit are for the offline plan");
         ex = parse_setup(a, &s);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
@@ -328,6 +481,15 @@ int verb_plan(const Args *a) {
         if (r < 0) {
                 fprintf(stderr, "edfctl: %s\n", err);
                 return r == -ENOMEM ? EDFCTL_EXIT_FAILED : EDFCTL_EXIT_USAGE;
+        }
+        if (a->given & ARG_LIVE) {
+                ex = plan_live(a, &f);
+                plan_file_done(&f);
+                if (ex != EDFCTL_EXIT_USAGE && fflush(stdout) != 0) {
+                        fprintf(stderr, "edfctl: cannot write the output: %s\n", strerror(errno));
+                        return EDFCTL_EXIT_FAILED;
+                }
+                return ex;
         }
         entries = calloc(f.n, sizeof(*entries));
         loads = calloc(s.ncpus, sizeof(*loads));

@@ -102,9 +102,10 @@ static const Verb verbs[] = {
           "Remove an empty group (no groups or reservations in it).\n" },
         { "reload", NULL, 0, 0, 0, verb_reload, "reload", "Reload edfd's configuration",
           "Reload edfd's configuration; an invalid file is refused and changes nothing.\n" },
-        { "plan", NULL, 1, 1, ARG_JSON | ARG_CPUS | ARG_CAPACITY | ARG_SERVER | ARG_FIT, verb_plan,
+        { "plan", NULL, 1, 1, ARG_JSON | ARG_CPUS | ARG_CAPACITY | ARG_SERVER | ARG_FIT | ARG_LIVE, verb_plan,
           "plan FILE [--cpus N] [--capacity PERCENT] [--server RUNTIME/PERIOD|none]\n"
-          "             [--fit best|first|worst] [--json]",
+          "             [--fit best|first|worst] [--json]\n"
+          "       plan --live FILE [--json]",
           "Check a task set offline: where each task would go, or why not",
           "Place the task set in FILE (CSV or YAML: runtime, deadline, period, optional name,\n"
           "group, split) one task after the other with partitioned EDF, as edfd would admit it,\n"
@@ -118,6 +119,10 @@ static const Verb verbs[] = {
           "  --server=RUNTIME/PERIOD     The fair server per CPU (default 50ms/1s, kernels since\n"
           "                              6.12; none for older ones)\n"
           "  --fit=best|first|worst      Which passing CPU takes a task (default best)\n"
+          "  --live                      Ask the running edfd instead: its groups, partitions and\n"
+          "                              what they hold now decide (the Plan method); nothing is\n"
+          "                              applied. Groups are edfd's; a task without one goes to\n"
+          "                              the default group\n"
           "  --json                      One JSON document: times in ns, shares of a CPU\n" },
         { "calibrate", NULL, 0, 1, ARG_GROUP | ARG_DURATION, verb_calibrate, "calibrate [-g GROUP] [--duration 30s] [FILE]",
           "Measure the per-job overhead of this machine for admit --work",
@@ -158,6 +163,7 @@ static const struct {
         { ARG_STARTUP, "--startup" },
         { ARG_OVERHEAD, "--overhead" },
         { ARG_DURATION, "--duration" },
+        { ARG_LIVE, "--live" },
 };
 
 static const char *option_name(unsigned bit) {
@@ -636,6 +642,7 @@ enum {
         OPT_STARTUP,
         OPT_OVERHEAD,
         OPT_DURATION,
+        OPT_LIVE,
 };
 
 /* Record a value option; each may be given once. */
@@ -677,6 +684,7 @@ static int parse_argv(int argc, char *argv[], Args *a, char **positional, bool *
                 { "startup", required_argument, NULL, OPT_STARTUP },
                 { "overhead", required_argument, NULL, OPT_OVERHEAD },
                 { "duration", required_argument, NULL, OPT_DURATION },
+                { "live", no_argument, NULL, OPT_LIVE },
                 {}
         };
         int c, ex = EDFCTL_EXIT_OK, last_optarg = -1;
@@ -761,6 +769,9 @@ static int parse_argv(int argc, char *argv[], Args *a, char **positional, bool *
                         break;
                 case OPT_DURATION:
                         ex = set_value(a, ARG_DURATION, &a->duration, optarg);
+                        break;
+                case OPT_LIVE:
+                        a->given |= ARG_LIVE;
                         break;
                 default:
                         /* getopt_long() printed what was wrong. */

@@ -54,7 +54,8 @@ typedef enum ArgOption {
         ARG_STARTUP = 1u << 18,
         ARG_OVERHEAD = 1u << 19,
         ARG_DURATION = 1u << 20,
-        _ARG_OPTION_COUNT = 21,
+        ARG_LIVE = 1u << 21,
+        _ARG_OPTION_COUNT = 22,
 } ArgOption;
 
 /* The command line after getopt: raw option values, parsed by the verb that uses them (so that an

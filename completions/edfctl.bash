@@ -94,7 +94,7 @@ _edfctl() {
         status|list)
                 opts+=' --json' ;;
         plan)
-                opts+=' --cpus --capacity --server --fit --json'
+                opts+=' --live --cpus --capacity --server --fit --json'
                 if [[ $cur != -* && $npos -eq 0 ]]; then
                         COMPREPLY=($(compgen -f -- "$cur"))
                         return

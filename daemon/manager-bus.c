@@ -28,6 +28,7 @@
 #include "log.h"
 #include "manager.h"
 #include "manager-bus.h"
+#include "manager-plan.h"
 #include "shared/protocol.h"
 
 struct ManagerBus {
@@ -654,6 +655,80 @@ static int property_version(sd_bus *bus, const char *path, const char *interface
 }
 
 /* The methods that change something run with their signals deferred until after the reply. */
+/* Plan: the dry run (manager-plan.c). Anyone may ask: it changes nothing and tells no more than
+ * ListGroups and ListReservations do; the rate limit keeps one caller from keeping edfd busy. */
+static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ PlanTask *tasks = NULL;
+        _cleanup_free_ LivePlanEntry *out = NULL;
+        Manager *m = userdata;
+        size_t n = 0, cap = 0;
+        OpError e = {};
+        Caller c;
+        int r;
+
+        r = caller_of(m, msg, &c, ret_error);
+        if (r < 0)
+                return r;
+        if (manager_rate_check(m, &c, &e) < 0)
+                return reply_error(ret_error, &e);
+        r = sd_bus_message_enter_container(msg, 'a', "(sstttb)");
+        if (r < 0)
+                return r;
+        for (;;) {
+                const char *name, *group;
+                uint64_t runtime, deadline, period;
+                int split;
+
+                r = sd_bus_message_read(msg, "(sstttb)", &name, &group, &runtime, &deadline, &period, &split);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                if (n == MANAGER_PLAN_TASKS_MAX)
+                        return sd_bus_error_setf(ret_error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "a plan takes at most %d tasks", MANAGER_PLAN_TASKS_MAX);
+                if (n == cap) {
+                        size_t want = cap ? cap * 2 : 16;
+                        PlanTask *grown = realloc(tasks, want * sizeof(*grown));
+                        if (!grown)
+                                return -ENOMEM;
+                        tasks = grown, cap = want;
+                }
+                tasks[n++] = (PlanTask) { .name = name, .group = group, .params = { runtime, deadline, period },
+                                          .split = split };
+        }
+        r = sd_bus_message_exit_container(msg);
+        if (r < 0)
+                return r;
+        out = calloc(n ? n : 1, sizeof(*out));
+        if (!out)
+                return -ENOMEM;
+        r = manager_plan(m, tasks, n, out);
+        if (r < 0)
+                return sd_bus_error_set_errnof(ret_error, -r, "cannot plan: %s", strerror(-r));
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(ssuuttss)");
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+                const PlanEntry *x = &out[i].entry;
+                bool on_cpu = x->outcome == PLAN_SPLIT || (x->outcome == PLAN_PLACED && out[i].partitioned);
+
+                r = sd_bus_message_append(reply, "(ssuuttss)", plan_outcome_to_string(x->outcome), out[i].group ?: "",
+                                          on_cpu ? (uint32_t) x->cpu : UINT32_MAX,
+                                          x->outcome == PLAN_SPLIT ? (uint32_t) x->cpu_b : UINT32_MAX,
+                                          x->outcome == PLAN_SPLIT ? x->stage1.runtime : x->outcome == PLAN_PLACED ? tasks[i].params.runtime : 0,
+                                          x->outcome == PLAN_SPLIT ? x->stage2.runtime : 0, out[i].test ?: "-",
+                                          x->outcome == PLAN_REFUSED ? x->reason : "");
+        }
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
 #define DEFERRING(name)                                                                                      \
         static int name##_deferred(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {           \
                 Manager *m = userdata;                                                                        \
@@ -721,6 +796,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_METHOD_WITH_NAMES("ListGroups", "", , "a(" EDFD_GROUP_ENTRY ")", SD_BUS_PARAM(groups), method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("ListPartitions", "", , "sa(" EDFD_PARTITION_ENTRY ")", SD_BUS_PARAM(note) SD_BUS_PARAM(partitions),
                                  method_list_partitions, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("Plan", "a(sstttb)", SD_BUS_PARAM(tasks), "a(ssuuttss)", SD_BUS_PARAM(results),
+                                 method_plan, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("CreateGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period),
                                  "", , method_create_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("SetGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period), "",

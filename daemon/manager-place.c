@@ -27,6 +27,7 @@
 #include "log.h"
 #include "manager-bus.h"
 #include "manager-internal.h"
+#include "manager-plan.h"
 
 /* How long the room waits for a moved thread to run on its new CPU. */
 #define PLACE_RUN_WAIT_NSEC (200 * NSEC_PER_MSEC)
@@ -450,6 +451,63 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
         log_info("Split admission in %s: #%" PRIu64 " on cpu%" PRIu32 " and #%" PRIu64 " on cpu%" PRIu32, g->path, id1,
                  cpu_a, id2, cpu_b);
         return 0;
+}
+
+int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, PlanEntry *ret, bool *ret_partitioned,
+               OpError *e) {
+        _cleanup_free_ EdfVerdict *verdicts = NULL;
+        PlaceCpu *cpus = NULL;
+        DlParams **sets = NULL;
+        size_t at, nv = 0;
+        PlaceSplit sp;
+        int r;
+
+        *ret = (PlanEntry) { .outcome = PLAN_REFUSED };
+        *ret_partitioned = false;
+        if (!place_partitioned(m, g) || !m->place.active) {
+                /* Global placement, or partitioned where no partition is made: place_decide() says
+                 * which, with Admit's words. */
+                OpError why = {};
+                bool partitioned;
+                uint32_t cpu;
+
+                if (place_decide(m, g, p, NULL, &partitioned, &cpu, &why) == 0) {
+                        ret->outcome = PLAN_PLACED;
+                        return 0;
+                }
+                if (why.kind != OP_REFUSED) {
+                        *e = why;
+                        return -1;
+                }
+                snprintf(ret->reason, sizeof ret->reason, "%s", why.message);
+                return 0;
+        }
+        r = cpu_views(m, &cpus, &sets, &nv);
+        if (r < 0)
+                return op_errno(e, r, "placement");
+        verdicts = calloc(nv ? nv : 1, sizeof(*verdicts));
+        r = !verdicts ? -ENOMEM : nv == 0 ? -ENOSPC : place_choose(cpus, nv, p, PLACE_FIT_BEST, &at, verdicts);
+        if (r == 0) {
+                *ret = (PlanEntry) { .outcome = PLAN_PLACED, .cpu = cpus[at].id, .verdict = verdicts[at] };
+                *ret_partitioned = true;
+        } else if (r == -ENOSPC) {
+                char why[PLAN_REASON_MAX - 128];
+
+                if (nv == 0)
+                        snprintf(why, sizeof why, "every partition is invalid (%s)", place_note(m));
+                else
+                        place_format_refusal(cpus, nv, p, verdicts, why, sizeof why);
+                if (may_split && nv >= 2 && place_split(cpus, nv, p, PLACE_FIT_BEST, &sp) == 0) {
+                        *ret = (PlanEntry) { .outcome = PLAN_SPLIT, .cpu = cpus[sp.index_a].id, .cpu_b = cpus[sp.index_b].id,
+                                             .stage1 = sp.stage1, .stage2 = sp.stage2, .verdict = sp.verdict_b };
+                        *ret_partitioned = true;
+                } else
+                        snprintf(ret->reason, sizeof ret->reason, "%s: %s%s", g->path, why,
+                                 may_split ? "; nor do two CPUs take it split in two stages" : "");
+                r = 0;
+        }
+        views_free(m, cpus, sets);
+        return r < 0 ? op_errno(e, r, "placement") : 0;
 }
 
 int place_loads(Manager *m, PlaceLoad **ret, size_t *ret_n) {

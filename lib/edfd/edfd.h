@@ -113,6 +113,31 @@ uint64_t edfd_split_id(const edfd_split *s, unsigned stage);
 uint64_t edfd_split_runtime(const edfd_split *s, unsigned stage);
 unsigned edfd_split_cpu(const edfd_split *s, unsigned stage);
 
+/* --- the dry run against the running edfd: edfd_plan(3) --- */
+
+/* A task set decided by edfd now, in order, each task as edfd_admit() (or edfd_admit_split(), when
+ * split is allowed and no CPU takes it whole) would decide it, nothing applied. */
+typedef struct edfd_plan edfd_plan;
+int edfd_plan_new(edfd_plan **ret);
+edfd_plan *edfd_plan_free(edfd_plan *p);
+
+/* Add a task: name (for the caller), group ("" or NULL: the default group), times in ns (deadline 0:
+ * the period), split: whether it may run as two stages. -E2BIG beyond 1024 tasks. */
+int edfd_plan_add(edfd_plan *p, const char *name, const char *group, uint64_t runtime, uint64_t deadline,
+                  uint64_t period, int split);
+/* Ask edfd (Plan); the answers stay in p until the next run or add. */
+int edfd_plan_run(edfd *e, edfd_plan *p);
+size_t edfd_plan_size(const edfd_plan *p);
+/* Task i's answer (NULL / -1 / 0 before a run): "placed", "split" or "refused"; the group decided
+ * for; the CPU of stage 1 or 2 (a placed task is stage 1; -1: global or none); the runtime of each
+ * stage (a placed task's whole runtime is stage 1's); the test that decided; why it was refused. */
+const char *edfd_plan_result(const edfd_plan *p, size_t i);
+const char *edfd_plan_group(const edfd_plan *p, size_t i);
+int edfd_plan_cpu(const edfd_plan *p, size_t i, unsigned stage);
+uint64_t edfd_plan_runtime(const edfd_plan *p, size_t i, unsigned stage);
+const char *edfd_plan_test(const edfd_plan *p, size_t i);
+const char *edfd_plan_reason(const edfd_plan *p, size_t i);
+
 /* Change reservation id to new times (deadline 0: equal to the period). Returns 0 or negative errno
  * (-ENXIO: no such reservation). */
 int edfd_update(edfd *e, uint64_t id, uint64_t runtime, uint64_t deadline, uint64_t period);
@@ -310,6 +335,9 @@ static inline void edfd_request_freep(edfd_request **q) {
 }
 static inline void edfd_split_freep(edfd_split **s) {
         edfd_split_free(*s);
+}
+static inline void edfd_plan_freep(edfd_plan **p) {
+        edfd_plan_free(*p);
 }
 static inline void edfd_snapshot_freep(edfd_snapshot **s) {
         edfd_snapshot_free(*s);

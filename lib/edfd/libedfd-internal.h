@@ -43,6 +43,10 @@ int edfd_fail_reply(edfd *e, sd_bus_message *reply, const char *what);
  * (may be NULL) on success. awake: wait for the reply without sleeping (libedfd.c). Returns 0 or
  * the negative errno of edfd_fail_bus(). */
 int edfd_call(edfd *e, const char *method, bool awake, sd_bus_message **ret_reply, const char *types, ...);
+/* edfd_call() in two steps, for a call whose arguments varargs cannot carry (arrays): a new call
+ * of method, then send it (the caller still owns call). Both return 0 or as edfd_call(). */
+int edfd_call_new(edfd *e, const char *method, sd_bus_message **ret);
+int edfd_call_send(edfd *e, sd_bus_message *call, const char *method, bool awake, sd_bus_message **ret_reply);
 /* A reply that does not parse: records it and returns r. */
 int edfd_fail_parse(edfd *e, int r, const char *what);
 

@@ -294,15 +294,42 @@ static int call_awake(edfd *e, sd_bus_message *call, const char *what, sd_bus_me
         return 0;
 }
 
-int edfd_call(edfd *e, const char *method, bool awake, sd_bus_message **ret_reply, const char *types, ...) {
+int edfd_call_new(edfd *e, const char *method, sd_bus_message **ret) {
+        int r = sd_bus_message_new_method_call(e->bus, ret, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, method);
+
+        return r < 0 ? edfd_fail_bus(e, NULL, r, method) : 0;
+}
+
+int edfd_call_send(edfd *e, sd_bus_message *call, const char *method, bool awake, sd_bus_message **ret_reply) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus_message *call = NULL, *reply = NULL;
+        sd_bus_message *reply = NULL;
+        int r;
+
+        if (awake)
+                r = call_awake(e, call, method, &reply);
+        else {
+                r = sd_bus_call(e->bus, call, 0, &error, &reply);
+                if (r < 0)
+                        r = edfd_fail_bus(e, &error, r, method);
+        }
+        sd_bus_error_free(&error);
+        if (r < 0)
+                return r;
+        if (ret_reply)
+                *ret_reply = reply;
+        else
+                sd_bus_message_unref(reply);
+        return 0;
+}
+
+int edfd_call(edfd *e, const char *method, bool awake, sd_bus_message **ret_reply, const char *types, ...) {
+        sd_bus_message *call = NULL;
         va_list ap;
         int r;
 
-        r = sd_bus_message_new_method_call(e->bus, &call, EDFD_BUS_NAME, EDFD_BUS_PATH, EDFD_BUS_INTERFACE, method);
+        r = edfd_call_new(e, method, &call);
         if (r < 0)
-                return edfd_fail_bus(e, NULL, r, method);
+                return r;
         if (types) {
                 va_start(ap, types);
                 r = sd_bus_message_appendv(call, types, ap);
@@ -314,22 +341,9 @@ int edfd_call(edfd *e, const char *method, bool awake, sd_bus_message **ret_repl
                         return edfd_fail(e, r, "cannot make the %s call: %s", method, strerror(-r));
                 }
         }
-        if (awake)
-                r = call_awake(e, call, method, &reply);
-        else {
-                r = sd_bus_call(e->bus, call, 0, &error, &reply);
-                if (r < 0)
-                        r = edfd_fail_bus(e, &error, r, method);
-        }
+        r = edfd_call_send(e, call, method, awake, ret_reply);
         sd_bus_message_unref(call);
-        sd_bus_error_free(&error);
-        if (r < 0)
-                return r;
-        if (ret_reply)
-                *ret_reply = reply;
-        else
-                sd_bus_message_unref(reply);
-        return 0;
+        return r;
 }
 
 /* --- requests --- */

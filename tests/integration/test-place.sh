@@ -187,6 +187,43 @@ check "status shows each partition's capacity and allocation" \
 check "status fits 80 columns" test "$(awk '{ if (length > m) m = length } END { print m + 0 <= 80 }' <<<"$out")" = 1
 check "status --json carries the partitions" test "$("$edfctl" status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["placement"], [(p["name"], p["cpu"], p["reservations"]) for p in d["partitions"]])')" = "partitioned [('rt0', 0, 1), ('rt1', 1, 1)]"
 
+# --- the dry run against this edfd (edfctl plan --live, the Plan method): decided now, in order,
+# each task booked for the next, nothing applied ---
+cat >"$tmp/plan.csv" <<'CSV'
+name,runtime,deadline,period,group,split
+third,5.8ms,10ms,10ms,rt,no
+third-split,5.8ms,10ms,10ms,rt,yes
+small,1ms,10ms,10ms,rt,no
+tight,4.5ms,5ms,100ms,rt,no
+lost,1ms,10ms,10ms,nosuch,no
+CSV
+books_before=$("$edfctl" list --json)
+out=$("$edfctl" plan --live --json "$tmp/plan.csv" 2>"$tmp/err"); rc=$?
+check "plan --live: exit 1 when a task is refused" test "$rc" = 1
+check "plan --live: the third 58% refused, split on cpu0+cpu1 when it may split, then 10% fits nowhere" \
+        test "$(python3 -c 'import json,sys; d=json.load(sys.stdin); print([(t["name"], t["result"], t["cpu"], t["cpu_stage2"]) for t in d["tasks"]])' <<<"$out")" = \
+        "[('third', 'refused', None, None), ('third-split', 'split', 0, 1), ('small', 'refused', None, None), ('tight', 'refused', None, None), ('lost', 'refused', None, None)]"
+reasons=$(python3 -c 'import json,sys; print("\n".join(t["reason"] or "" for t in json.load(sys.stdin)["tasks"]))' <<<"$out")
+# After the split the group has 6% left (its room is checked first, as Admit checks it), and the
+# constrained task meets the split's stage 2 on cpu1.
+check "plan --live: each refusal with Admit's numbers, the earlier tasks booked" test "$reasons" = "rt: no CPU can take 58%: cpu0 32% left, cpu1 32% left
+
+rt: 6% free, request needs 10%
+rt: no CPU can take 4.5%: cpu0 0% left, cpu1 6% left but a deadline fails at 6.8ms (demand 7.1ms)
+no group \"nosuch\""
+check "plan --live: the split's stages as AdmitSplit makes them" \
+        test "$(python3 -c 'import json,sys; t=json.load(sys.stdin)["tasks"][1]; print(t["runtime_stage1"], t["runtime_stage2"], t["test"])' <<<"$out")" = "3200000 2600000 processor demand (QPA)"
+check "plan --live changes nothing" test "$("$edfctl" list --json)" = "$books_before"
+out=$("$edfctl" plan --live "$tmp/plan.csv" 2>&1)
+check "plan --live: the text says what decided and that nothing was applied" \
+        grep -q "^1 of 5 tasks admitted (1 split), 4 refused: decided by edfd against what it holds now; nothing applied$" <<<"$out"
+out=$("$edfctl" plan --live --cpus 4 "$tmp/plan.csv" 2>&1); rc=$?
+check "plan --live with --cpus: a usage error" test "$rc" = 2
+spawn
+idp=$("$edfctl" admit -g rt -T 1ms -P 100ms -p "$spawned" 2>&1)
+check "after a plan the next admission takes the next id (the plan used none)" test "$idp" = "$((idb + 1))"
+"$edfctl" release "$idp" >/dev/null 2>&1
+
 # --- the third as a split: two stages on two CPUs ---
 "$periodic" --work 1ms --period 10ms --duration 120s --tasks 2 --quiet >/dev/null 2>&1 &
 e=$!
