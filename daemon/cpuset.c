@@ -23,6 +23,15 @@
 #include "core/duration.h"
 #include "cpuset.h"
 
+/* v2: the cgroup a process was in before cpusets_move_in() took it into edfd-partitions (a path
+ * below the mount, "/" for the root), so that cpusets_move_out() puts it back: a service's process
+ * goes back into its service. In memory only: after a restart of edfd a release moves the process
+ * to the root cgroup. */
+typedef struct CpusetOrigin {
+        pid_t pid;
+        char *path;
+} CpusetOrigin;
+
 struct Cpusets {
         CpusetBackend backend;
         char *mount;
@@ -31,6 +40,8 @@ struct Cpusets {
         CpuMask shared; /* v2: edfd-partitions' own CPUs */
         CpusetPartition *last; /* the states the last poll or apply saw */
         size_t n_last;
+        CpusetOrigin *origins; /* v2: where each process moved in came from */
+        size_t n_origins;
 };
 
 const char *cpuset_backend_to_string(CpusetBackend b) {
@@ -174,6 +185,9 @@ Cpusets *cpusets_free(Cpusets *c) {
         free(c->mount);
         free(c->unavailable);
         free(c->last);
+        for (size_t i = 0; i < c->n_origins; i++)
+                free(c->origins[i].path);
+        free(c->origins);
         free(c);
         return NULL;
 }
@@ -1027,8 +1041,156 @@ int cpusets_move_process(Cpusets *c, pid_t pid) {
         return write_text(file, buf);
 }
 
+/* v2: the cgroup of process pid (the "0::" line of /proc/PID/cgroup), below the mount. */
+static int v2_cgroup_of(pid_t pid, char *buf, size_t size) {
+        char path[64], text[4096];
+        const char *l;
+        size_t len;
+        int r;
+
+        snprintf(path, sizeof path, "/proc/%d/cgroup", (int) pid);
+        r = proc_read_file(AT_FDCWD, path, PROC_READ_TRUNCATE, text, sizeof text, NULL);
+        if (r < 0)
+                return r == -ENOENT ? -ESRCH : r;
+        for (l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+                if (strncmp(l, "0::", 3) == 0) {
+                        l += 3;
+                        len = strcspn(l, "\n");
+                        if (len == 0 || len >= size)
+                                return -EBADMSG;
+                        memcpy(buf, l, len);
+                        buf[len] = '\0';
+                        return 0;
+                }
+        return -EBADMSG;
+}
+
+static bool v2_inside(const char *cg) {
+        size_t len = strlen("/" CPUSET_DIR);
+
+        return strncmp(cg, "/" CPUSET_DIR, len) == 0 && (cg[len] == '\0' || cg[len] == '/');
+}
+
+static CpusetOrigin *origin_find(Cpusets *c, pid_t pid) {
+        for (size_t i = 0; i < c->n_origins; i++)
+                if (c->origins[i].pid == pid)
+                        return &c->origins[i];
+        return NULL;
+}
+
+static void origin_forget(Cpusets *c, pid_t pid) {
+        CpusetOrigin *o = origin_find(c, pid);
+
+        if (!o)
+                return;
+        free(o->path);
+        *o = c->origins[--c->n_origins];
+}
+
+static int origin_remember(Cpusets *c, pid_t pid, const char *path) {
+        CpusetOrigin *o = origin_find(c, pid), *n;
+        char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        if (o) { /* a reused pid: the newest move counts */
+                free(o->path);
+                o->path = p;
+                return 0;
+        }
+        n = realloc(c->origins, (c->n_origins + 1) * sizeof(*n));
+        if (!n) {
+                free(p);
+                return -ENOMEM;
+        }
+        c->origins = n;
+        c->origins[c->n_origins++] = (CpusetOrigin) { .pid = pid, .path = p };
+        return 0;
+}
+
+int cpusets_move_in(Cpusets *c, const char *name, pid_t pid, pid_t tid) {
+        _cleanup_free_ char *dir = NULL, *procs = NULL;
+        char cg[PATH_MAX], buf[32];
+        CpuMask own = {};
+        int r;
+
+        if (pid <= 0 || tid <= 0 || !name || !name_ok(name))
+                return -EINVAL;
+        if (c->backend != CPUSET_BACKEND_V2)
+                return cpusets_move_thread(c, name, tid);
+        dir = path_of(c, name, NULL);
+        if (!dir)
+                return -ENOMEM;
+        if (access(dir, F_OK) < 0)
+                return -ENOENT;
+        r = v2_cgroup_of(pid, cg, sizeof cg);
+        if (r < 0)
+                return r;
+        if (!v2_inside(cg)) {
+                _cleanup_free_ char *eff = path_of(c, NULL, "cpuset.cpus.effective");
+
+                if (!eff)
+                        return -ENOMEM;
+                /* The process enters the threaded domain first. Where edfd-partitions has no CPU of
+                 * its own (its children took them all) the kernel refuses a task there (ENOSPC), so
+                 * the process goes whole into the thread's partition: its other threads share that
+                 * CPU. */
+                (void) read_mask(eff, &own);
+                procs = cpu_mask_empty(&own) ? path_of(c, name, "cgroup.procs") : path_of(c, NULL, "cgroup.procs");
+                if (!procs)
+                        return -ENOMEM;
+                r = origin_remember(c, pid, cg);
+                if (r < 0)
+                        return r;
+                snprintf(buf, sizeof buf, "%d", (int) pid);
+                r = write_text(procs, buf);
+                if (r < 0) {
+                        origin_forget(c, pid);
+                        return r;
+                }
+        }
+        return cpusets_move_thread(c, name, tid);
+}
+
+int cpusets_orphans(Cpusets *c, CpusetOrphan **ret, size_t *ret_n) {
+        CpusetOrphan *o = NULL;
+        size_t n = 0;
+
+        *ret = NULL;
+        *ret_n = 0;
+        for (size_t i = 0; i < c->n_origins;) {
+                char path[PATH_MAX], cg[PATH_MAX];
+                CpusetOrigin *x = &c->origins[i];
+
+                /* Gone, or no longer ours (a reused pid outside edfd-partitions): forget it. */
+                if (v2_cgroup_of(x->pid, cg, sizeof cg) < 0 || !v2_inside(cg)) {
+                        origin_forget(c, x->pid);
+                        continue;
+                }
+                snprintf(path, sizeof path, "%s%s", c->mount, x->path);
+                if (strcmp(x->path, "/") != 0 && access(path, F_OK) < 0 && errno == ENOENT) {
+                        CpusetOrphan *t = realloc(o, (n + 1) * sizeof(*t));
+
+                        if (!t) {
+                                free(o);
+                                return -ENOMEM;
+                        }
+                        o = t;
+                        o[n] = (CpusetOrphan) { .pid = x->pid };
+                        snprintf(o[n].origin, sizeof o[n].origin, "%s", x->path);
+                        n++;
+                }
+                i++;
+        }
+        *ret = o;
+        *ret_n = n;
+        return 0;
+}
+
 int cpusets_move_out(Cpusets *c, pid_t tid) {
         char path[PATH_MAX], buf[32];
+        CpusetOrigin *o;
+        int r;
 
         if (tid <= 0)
                 return -EINVAL;
@@ -1036,8 +1198,19 @@ int cpusets_move_out(Cpusets *c, pid_t tid) {
         case CPUSET_BACKEND_V1:
                 return v1_attach("/", tid);
         case CPUSET_BACKEND_V2:
-                snprintf(path, sizeof path, "%s/cgroup.procs", c->mount);
                 snprintf(buf, sizeof buf, "%d", (int) tid);
+                o = origin_find(c, tid);
+                if (o && strcmp(o->path, "/") != 0) {
+                        /* Back where it came from; a cgroup that is gone (its service stopped) or
+                         * refuses it (it has children with controllers now) leaves the root. */
+                        snprintf(path, sizeof path, "%s%s/cgroup.procs", c->mount, o->path);
+                        r = write_text(path, buf);
+                        origin_forget(c, tid);
+                        if (r == 0 || r == -ESRCH)
+                                return r;
+                }
+                origin_forget(c, tid);
+                snprintf(path, sizeof path, "%s/cgroup.procs", c->mount);
                 return write_text(path, buf);
         default:
                 return -EOPNOTSUPP;

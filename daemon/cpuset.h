@@ -134,6 +134,24 @@ int cpusets_move_thread(Cpusets *c, const char *name, pid_t tid);
 /* v2: move process pid whole into edfd-partitions (cgroup.procs), where its threads run on the CPUs
  * no partition took. v1: -EOPNOTSUPP (threads move alone). */
 int cpusets_move_process(Cpusets *c, pid_t pid);
-/* Move thread tid (v1) or process tid (v2) back to the root of the hierarchy: what a released
+/* Move admitted thread tid of process pid into partition name. v1: the thread alone (its tasks
+ * file). v2: a process not yet in edfd-partitions moves in whole first, into edfd-partitions when it
+ * has CPUs of its own (cpusets_set_shared()), else into partition name itself (its other threads
+ * then share that CPU: the kernel refuses a task in a partition root without CPUs, ENOSPC); then the
+ * thread into name (cgroup.threads). The cgroup the process came from is remembered for
+ * cpusets_move_out(). Returns 0, -ENOENT (no such partition), -ESRCH, or -errno. */
+int cpusets_move_in(Cpusets *c, const char *name, pid_t pid, pid_t tid);
+/* v2: a process moved in (cpusets_move_in()) whose cgroup of origin is gone: its service (or scope)
+ * has stopped and systemd removed the cgroup, while the process lives on in edfd-partitions, where
+ * the stop could not reach it. */
+typedef struct CpusetOrphan {
+        pid_t pid;
+        char origin[256];
+} CpusetOrphan;
+/* Every such process now (a new array, the caller's; NULL with 0 when none); forgets the origins
+ * of processes that have ended or left edfd-partitions. Returns 0 or -ENOMEM. */
+int cpusets_orphans(Cpusets *c, CpusetOrphan **ret, size_t *ret_n);
+/* Move thread tid (v1) or process tid (v2) out of the partitions: v1 to the root cpuset; v2 back to
+ * the cgroup it came from (cpusets_move_in(), same edfd), else to the root cgroup. What a released
  * thread needs before the partition it was in can be removed. Returns 0 or -errno. */
 int cpusets_move_out(Cpusets *c, pid_t tid);

@@ -10,9 +10,14 @@
  * domain where the kernel runs global EDF again, which is what partitioned placement is there to
  * avoid; such a partition is refused for it at start, by name. */
 
+#include "config.h"
+
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +36,10 @@
 
 /* How long the room waits for a moved thread to run on its new CPU. */
 #define PLACE_RUN_WAIT_NSEC (200 * NSEC_PER_MSEC)
+
+/* The reservations whose thread the kernel moved off its CPU for good (repin() below). */
+static uint64_t *repin_warned;
+static size_t n_repin_warned;
 
 static void set_unavailable(Manager *m, const char *fmt, ...) _printf_(2, 3);
 static void set_unavailable(Manager *m, const char *fmt, ...) {
@@ -161,7 +170,14 @@ void place_setup(Manager *m) {
                 log_notice("Partitions: %s", *l);
         strv_free(notes);
         if (r < 0) {
-                set_unavailable(m, "the partitions cannot be made: %s", error ?: strerror(-r));
+                /* Under the shipped unit the cgroup tree is read-only and its root not writable: the
+                 * partitions need the drop-in that opens them (units/edfd-partitions.conf). */
+                const char *hint = (r == -EROFS || r == -EACCES || r == -EPERM) && getenv("INVOCATION_ID")
+                                           ? " (under systemd, partitions need the cgroup tree writable: install "
+                                             EDFD_PARTITIONS_DROPIN " as /etc/systemd/system/edfd.service.d/"
+                                             "partitions.conf and restart edfd)"
+                                           : "";
+                set_unavailable(m, "the partitions cannot be made: %s%s", error ?: strerror(-r), hint);
                 log_error("%s; partitioned requests will be refused", m->place.unavailable);
                 free(error);
                 return;
@@ -179,6 +195,9 @@ void place_setup(Manager *m) {
 }
 
 void place_free(Manager *m) {
+        free(repin_warned);
+        repin_warned = NULL;
+        n_repin_warned = 0;
         m->place.poll_timer = sd_event_source_disable_unref(m->place.poll_timer);
         m->place.cpusets = cpusets_free(m->place.cpusets);
         free(m->place.cpus);
@@ -347,12 +366,10 @@ int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError 
 
         if (!name)
                 return op_fail(e, OP_REFUSED, "cpu%" PRIu32 " is in no partition of edfd's", cpu);
-        if (cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V2) {
-                r = cpusets_move_process(m->place.cpusets, (pid_t) pid);
-                if (r < 0)
-                        return op_errno(e, r, "moving the process into edfd's partitions");
-        }
-        r = cpusets_move_thread(m->place.cpusets, name, (pid_t) tid);
+        /* v2: the process enters edfd-partitions once (a second admitted thread of it must not pull
+         * the first back out of its partition), whole into this partition where edfd-partitions has
+         * no CPU of its own; then the thread. */
+        r = cpusets_move_in(m->place.cpusets, name, (pid_t) pid, (pid_t) tid);
         if (r < 0)
                 return op_errno(e, r, "moving the thread into its CPU's partition");
         /* The kernel admits against the root domain of the CPU the thread last ran on: wait until it
@@ -378,6 +395,15 @@ void place_move_out(Manager *m, uint32_t pid, uint32_t tid) {
 
         if (!m->place.cpusets || cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_NONE)
                 return;
+        /* v2 moves the whole process: not while another of its threads holds a partitioned
+         * reservation (it would leave its partition). This thread stays where it is meanwhile. */
+        if (cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V2)
+                for (const Reservation *o = reservation_next(m->tree, NULL); o; o = reservation_next(m->tree, o))
+                        if (o->partitioned && o->pid == pid && o->tid != tid) {
+                                log_debug("Thread %" PRIu32 " stays in edfd's partitions: thread %" PRIu32
+                                          " of its process holds reservation %" PRIu64 " there", tid, o->tid, o->id);
+                                return;
+                        }
         r = cpusets_move_out(m->place.cpusets, cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V2 ? (pid_t) pid : (pid_t) tid);
         if (r < 0 && r != -ESRCH)
                 log_warning("Cannot move thread %" PRIu32 " out of its partition: %s", tid, strerror(-r));
@@ -629,12 +655,101 @@ static void on_partition_change(const CpusetPartition *now, CpusetState was, voi
         }
 }
 
+/* v2: a process moved out of its service's cgroup into a partition is out of reach of the service's
+ * stop (systemd kills the processes of the unit's cgroup, and its main process). Once the cgroup it
+ * came from is gone (the unit has stopped and systemd removed it), the process has outlived its
+ * service: it is ended as the stop would have ended it. Without CAP_KILL only root's processes can
+ * be signalled; another user's is named in the journal. */
+static void end_orphans(Manager *m) {
+        _cleanup_free_ CpusetOrphan *o = NULL;
+        size_t n = 0;
+
+        if (cpusets_backend(m->place.cpusets) != CPUSET_BACKEND_V2 || cpusets_orphans(m->place.cpusets, &o, &n) < 0)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                bool ours = false;
+
+                for (const Reservation *r = reservation_next(m->tree, NULL); r && !ours; r = reservation_next(m->tree, r))
+                        ours = r->partitioned && r->pid == (uint32_t) o[i].pid;
+                if (!ours)
+                        continue;
+                if (kill(o[i].pid, SIGKILL) < 0)
+                        log_warning("Process %d outlived its cgroup %s (its unit has stopped) but cannot be ended: %s",
+                                    (int) o[i].pid, o[i].origin, strerror(errno));
+                else
+                        log_warning("Process %d outlived its cgroup %s (its unit has stopped): ended with SIGKILL",
+                                    (int) o[i].pid, o[i].origin);
+        }
+}
+
+/* A partitioned thread must stay on its CPU. The kernel widens it behind edfd's back: a refused
+ * offline of its CPU (EBUSY, the deadline bandwidth) first pushed it off that CPU, and the fallback
+ * set its affinity to every possible CPU ("process N no longer affine to cpuN", seen in the VM on
+ * 6.1), while it stays in its partition's cgroup. Each poll pins such a thread to its CPU again;
+ * where the kernel refuses that (EBUSY: the thread now sits in another root domain, seen on 6.1) it
+ * is said once per reservation (repin_warned, the ids). */
+
+static bool repin_warn_once(uint64_t id) {
+        uint64_t *n;
+
+        for (size_t i = 0; i < n_repin_warned; i++)
+                if (repin_warned[i] == id)
+                        return false;
+        n = realloc(repin_warned, (n_repin_warned + 1) * sizeof(*n));
+        if (!n)
+                return true;
+        repin_warned = n;
+        repin_warned[n_repin_warned++] = id;
+        return true;
+}
+
+static void repin(Manager *m) {
+        for (const Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res)) {
+                char path[96], buf[4096], list[CPU_LIST_MAX];
+                const char *l;
+                CpuMask now = {}, want = {};
+                cpu_set_t set;
+
+                if (!res->partitioned)
+                        continue;
+                snprintf(path, sizeof path, "/proc/%" PRIu32 "/task/%" PRIu32 "/status", res->pid, res->tid);
+                if (proc_read_file(AT_FDCWD, path, PROC_READ_TRUNCATE, buf, sizeof buf, NULL) < 0)
+                        continue;
+                l = strstr(buf, "\nCpus_allowed_list:");
+                if (!l)
+                        continue;
+                l += strlen("\nCpus_allowed_list:");
+                l += strspn(l, " \t");
+                if (cpu_mask_parse(l, strcspn(l, "\n"), &now, NULL) < 0)
+                        continue;
+                cpu_mask_set(&want, res->cpu);
+                if (memcmp(&now, &want, sizeof now) == 0)
+                        continue;
+                CPU_ZERO(&set);
+                CPU_SET(res->cpu, &set);
+                if (sched_setaffinity((pid_t) res->tid, sizeof set, &set) < 0) {
+                        if (repin_warn_once(res->id))
+                                log_error("Thread %" PRIu32 " of reservation %" PRIu64 " may run on CPUs %s, not only cpu%" PRIu32
+                                          " (the kernel widened it, as after a refused offline of cpu%" PRIu32 "), and cannot "
+                                          "be pinned again: %s%s", res->tid, res->id,
+                                          cpu_mask_format(&now, list, sizeof list) ?: "?", res->cpu, res->cpu, strerror(errno),
+                                          errno == EBUSY ? " (it runs outside its partition's root domain now; its "
+                                                           "reservation no longer has its CPU to itself)" : "");
+                } else
+                        log_warning("Thread %" PRIu32 " of reservation %" PRIu64 " could run on CPUs %s (the kernel widened "
+                                    "it): pinned to cpu%" PRIu32 " again", res->tid, res->id,
+                                    cpu_mask_format(&now, list, sizeof list) ?: "?", res->cpu);
+        }
+}
+
 static int on_place_poll(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         int r;
 
         manager_bus_defer_begin(m);
         r = cpusets_poll(m->place.cpusets, on_partition_change, m);
+        end_orphans(m);
+        repin(m);
         manager_bus_defer_end(m);
         if (r < 0)
                 log_debug("Polling the partitions: %s", strerror(-r));

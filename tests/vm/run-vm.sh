@@ -17,8 +17,10 @@
 #   3. builds a minimal Debian root file system with debootstrap (systemd, dbus, polkitd and the
 #      libraries the binaries link, found with ldd and dpkg -S) and caches it;
 #   4. copies it, installs the build into the copy with `meson install --destdir`, adds the
-#      scenario (scenario.sh as edfd-vm-test.service, its edfd.yaml, a polkit rule), enables
-#      edfd.service, and turns the tree into an ext4 image with mkfs.ext4 -d;
+#      scenario (scenario.sh as edfd-vm-test.service, its edfd.yaml, the partitioned phase's
+#      edfd-vm-partitions.yaml, a polkit rule, cpuset-probe and tests/bench/periodic built against
+#      the guest build's static libraries), enables edfd.service, and turns the tree into an ext4
+#      image with mkfs.ext4 -d;
 #   5. boots it under qemu-system-x86_64 (TCG), where the scenario prints TAP to the serial
 #      console and powers off; a guest that runs longer than EDFD_VM_TIMEOUT seconds is killed;
 #   6. prints the guest's results and fails unless every check passed, with the tail of the
@@ -154,6 +156,11 @@ cc -O2 -Wall -Wextra -D_GNU_SOURCE -o "$guest_build/cpuset-probe" "$here/cpuset-
         -I"$guest_build" "$guest_build/daemon/libedfd-adapters.a" "$guest_build/lib/core/libedfd-core.a" \
         "$guest_build/lib/basic/libedfd-basic.a" /usr/lib/x86_64-linux-gnu/libcgroup.a -lpthread \
         >>"$build_log" 2>&1 || host_fail "guest build" "cannot build cpuset-probe" "$build_log"
+# The partitioned phase's workload, tests/bench/periodic.c (the guest build has no tests), linked the
+# same way.
+cc -O2 -Wall -Wextra -D_GNU_SOURCE -o "$guest_build/periodic" "$src/tests/bench/periodic.c" -I"$src/lib" \
+        -I"$guest_build" "$guest_build/lib/core/libedfd-core.a" "$guest_build/lib/basic/libedfd-basic.a" -lpthread \
+        >>"$build_log" 2>&1 || host_fail "guest build" "cannot build periodic" "$build_log"
 lap "guest build" $t
 
 # --- 2. the kernel ---
@@ -301,6 +308,8 @@ install -D -m 0644 "$here/edfd-vm.yaml" "$stage/etc/edfd/edfd.yaml"
 install -D -m 0644 "$here/edfd-vm-test.rules" "$stage/etc/polkit-1/rules.d/50-edfd-vm-test.rules"
 install -D -m 0755 "$here/scenario.sh" "$stage/usr/local/libexec/edfd-vm/scenario"
 install -D -m 0755 "$guest_build/cpuset-probe" "$stage/usr/local/libexec/edfd-vm/cpuset-probe"
+install -D -m 0755 "$guest_build/periodic" "$stage/usr/local/libexec/edfd-vm/periodic"
+install -D -m 0644 "$here/edfd-vm-partitions.yaml" "$stage/usr/local/share/edfd-vm/edfd-partitions.yaml"
 install -D -m 0644 "$here/edfd-vm-test.service" "$stage/etc/systemd/system/edfd-vm-test.service"
 systemctl --root="$stage" enable edfd.service edfd-vm-test.service >"$work/enable.log" 2>&1 ||
         host_fail "image" "systemctl --root enable edfd.service failed" "$work/enable.log"
@@ -335,7 +344,9 @@ plan=$(grep -oE '^1\.\.[0-9]+$' "$log" | tail -1)
 [ -n "$tap" ] && printf '%s\n' "$tap"
 ran=$(grep -cE '^(ok|not ok) [0-9]+( |$)' <<<"$tap")
 passed=$(grep -cE '^ok [0-9]+( |$)' <<<"$tap")
-failed=$((ran - passed))
+# A known fault of the guest's kernel is TAP's TODO (scenario.sh's known()): said, not failed.
+todo=$(grep -cE '^not ok [0-9]+ .* # TODO ' <<<"$tap")
+failed=$((ran - passed - todo))
 problem=
 if [ "$qemu_rc" -eq 124 ] || [ "$qemu_rc" -eq 137 ]; then
         problem="the guest was still running after ${vm_timeout}s and was killed"
@@ -354,7 +365,7 @@ if [ -n "$problem" ]; then
 fi
 echo "1..$total"
 lap total $t_start
-echo "# $passed passed, $failed failed"
+echo "# $passed passed, $todo known faults of the guest's kernel (TODO), $failed failed"
 echo "# times: $(printf '%s, ' "${times[@]}" | sed 's/, $//')"
 if [ "$failed" -gt 0 ]; then
         echo "# the end of the serial log ($log):"

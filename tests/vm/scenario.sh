@@ -53,6 +53,15 @@ fail() {
         [ $# -gt 0 ] && diag "$@"
 }
 
+# known NAME WHY [WHAT WAS SEEN...]: a check that fails by a known fault of the guest's kernel,
+# said as TAP's TODO with the evidence (docs/design.md names it); it passes on a kernel without it.
+known() {
+        n=$((n + 1))
+        say "not ok $n - $1 # TODO $2"
+        shift 2
+        [ $# -gt 0 ] && diag "$@"
+}
+
 as_user() {
         local u=$1
         shift
@@ -234,6 +243,30 @@ for u in edfdtest edfdother; do
                 fail "edfctl status as $u" "exit $rc" "$out"
         fi
 done
+
+# --- throttle counting under the shipped unit (CAP_BPF, CAP_PERFMON, bpf()) on this kernel ---
+
+counting=$(busctl get-property org.edfd.Admission1 /org/edfd/Admission1 org.edfd.Admission1.Manager \
+        ThrottleCounting 2>&1)
+if [ "$counting" = 's "on"' ]; then
+        pass "ThrottleCounting is \"on\" under the shipped unit on kernel $(uname -r)"
+        edfctl admit -g media -T 1ms -P 10ms -- sh -c 'while :; do :; done' &
+        p=$!
+        bg+=($p)
+        for _ in $(seq 100); do is_deadline $p && break; sleep 0.05; done
+        sleep 2
+        out=$(edfctl status 2>&1)
+        if grep -Eq '^ +[0-9]+ throttles since its admission$' <<<"$out"; then
+                pass "a thread spinning under 1ms/10ms: edfctl status counts its throttles"
+        else
+                fail "a thread spinning under 1ms/10ms: edfctl status counts its throttles" "$out" "$(journal | tail -5)"
+        fi
+        kill $p 2>/dev/null
+        wait $p 2>/dev/null
+else
+        fail "ThrottleCounting is \"on\" under the shipped unit on kernel $(uname -r)" "$counting" \
+                "$(journal | grep -i throttle)"
+fi
 
 # --- group cgroups and cpu.max ---
 
@@ -697,6 +730,368 @@ else
                 fail "partitions holding threads are not removed; once empty they are, and the root has CPUs 0-3 again" \
                         "busy: exit $rc: $out" "empty: exit $rc2: $out2" "$(part_states 2>&1)" \
                         "root effective $(cat /sys/fs/cgroup/cpuset.cpus.effective 2>&1)"
+        fi
+fi
+
+
+# --- edfd's own partitions (cgroup v2): partitioned placement under systemd ---
+# edfd restarted with edfd-vm-partitions.yaml: partitions rt0, rt1, rt2 on CPUs 1, 2, 3 (the root
+# cgroup keeps CPU 0) and the group rt of partitioned placement. The workloads are periodic
+# processes (tests/bench/periodic: 1 ms of work every 10 ms, so they wake after a move) admitted at
+# 5.8ms/10ms, 58% of a CPU that admits 95% (6.1: no fair server). Ends with edfd's first
+# configuration again, which removes the partitions.
+
+periodic=/usr/local/libexec/edfd-vm/periodic
+conf=/etc/edfd/edfd.yaml
+dropin=/run/systemd/system/edfd.service.d/50-edfd-vm-partitions.conf
+mycg=$(sed -n 's/^0:://p' /proc/$$/cgroup)
+pbg=()
+allowed() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/$1/status 2>/dev/null; }
+cgroup_of() { sed -n 's/^0:://p' /proc/$1/cgroup 2>/dev/null; }
+# The reservation of pid $1 in edfctl list --json, one object on one line.
+json_res() { edfctl list --json 2>/dev/null | tr -d ' \n' | sed 's/},{/}\n{/g' | grep "\"pid\":$1[,}]"; }
+cpu_of() { json_res $1 | grep -o '"cpu":[0-9]*' | cut -d: -f2; }
+spawn_periodic() { # its pid in $sp
+        $periodic --work 1ms --period 10ms --duration 900s --quiet >/dev/null 2>&1 &
+        sp=$!
+        pbg+=($sp)
+        bg+=($sp)
+}
+# What a placement is: pid, CPUs allowed, cgroup, policy, parameters, edfd's CPU.
+placement() {
+        local p
+        for p in "$@"; do
+                if gone $p; then echo "$p gone"; else echo "$p cpus $(allowed $p) in $(cgroup_of $p) $(policy_of $p) $(params_of $p) edfd-cpu $(cpu_of $p)"; fi
+        done
+}
+parts_valid() {
+        [ "$(cat $pdir/cpuset.cpus.partition 2>/dev/null)" = root ] &&
+        [ "$(cat $pdir/rt0/cpuset.cpus.partition $pdir/rt1/cpuset.cpus.partition $pdir/rt2/cpuset.cpus.partition 2>/dev/null | tr '\n' ' ')" = "root root root " ] &&
+        [ "$(cat $pdir/rt0/cpuset.cpus $pdir/rt1/cpuset.cpus $pdir/rt2/cpuset.cpus 2>/dev/null | tr '\n' ' ')" = "1 2 3 " ] &&
+        [ "$(cat $pdir/rt0/cgroup.type $pdir/rt1/cgroup.type $pdir/rt2/cgroup.type 2>/dev/null | sort -u)" = threaded ] &&
+        [ "$(cat /sys/fs/cgroup/cpuset.cpus.effective)" = 0 ]
+}
+jmark() { jl=$(journalctl -b --no-pager -o cat -u edfd.service 2>/dev/null | wc -l); }
+jsince() { journalctl -b --no-pager -o cat -u edfd.service 2>/dev/null | tail -n +$((jl + 1)); }
+restart_edfd() {
+        systemctl reset-failed edfd.service 2>/dev/null
+        systemctl restart edfd.service 2>&1
+        wait_until 100 edfd_active
+}
+
+if [ "$(nproc)" -lt 4 ]; then
+        fail "edfd's partitions" "the VM has $(nproc) CPUs, the partitioned phase needs 4"
+elif [ -d "$pdir" ]; then
+        fail "edfd's partitions" "$pdir is left from the probe checks" "$(part_states)"
+else
+        cp $conf /run/edfd-vm-global.yaml
+        install -m 0644 /usr/local/share/edfd-vm/edfd-partitions.yaml $conf
+        jmark
+        out=$(restart_edfd)
+        st=$(edfctl status 2>&1)
+        # The shipped unit keeps the cgroup tree read-only: edfd runs, refuses partitioned placement
+        # and names the drop-in that opens it (units/edfd-partitions.conf).
+        if edfd_active && ! parts_valid && grep -q "install /usr/share/edfd/edfd-partitions.conf as /etc/systemd/system/edfd.service.d/partitions.conf" <<<"$(jsince)$st"; then
+                pass "edfd.service as shipped makes no partitions (read-only cgroup tree), runs, and names the drop-in that allows them"
+        else
+                fail "edfd.service as shipped makes no partitions (read-only cgroup tree), runs, and names the drop-in that allows them" \
+                        "edfd $(edfd_state); see edfd's words" "$out" "$(jsince | grep -i -E 'partition|cpuset|cgroup' | head -8)" \
+                        "$(grep -E 'Partitions|Placement|Note' <<<"$st")" "$(part_states 2>&1)"
+        fi
+        # The rest of the phase runs with the shipped drop-in, as its header says to install it.
+        mkdir -p "$(dirname $dropin)"
+        install -m 0644 /usr/share/edfd/edfd-partitions.conf $dropin
+        systemctl daemon-reload
+        [ -d "$pdir" ] && $probe apply >/dev/null 2>&1 # what a refused start may have half-made
+        jmark
+        out=$(restart_edfd)
+        st=$(edfctl status 2>&1)
+        if edfd_active && parts_valid; then
+                pass "with the shipped drop-in edfd-partitions.conf: edfd makes its partitions at start (rt0-rt2 threaded, cpuset.cpus.partition = root, the root keeps CPU 0)"
+        else
+                fail "with the shipped drop-in edfd-partitions.conf: edfd makes its partitions at start (rt0-rt2 threaded, cpuset.cpus.partition = root, the root keeps CPU 0)" \
+                        "edfd $(edfd_state)" "$out" "$(jsince | tail -12)" "$st" "$(part_states 2>&1)"
+        fi
+        diag "$(part_states 2>&1)" "$(jsince | grep -i partition | head -5)"
+        if grep -q "Placement: partitioned" <<<"$st" &&
+           grep -Eq "Partitions: rt0 cpu1: 95% capacity, 0% allocated, 95% free, 0 reservations" <<<"$st" &&
+           grep -Eq "^ +rt1 cpu2: 95% capacity, 0% allocated, 95% free, 0 reservations" <<<"$st" &&
+           grep -Eq "^ +rt2 cpu3: 95% capacity, 0% allocated, 95% free, 0 reservations" <<<"$st"; then
+                pass "edfctl status shows each partition: its CPU, 95% capacity, 0% allocated, 95% free"
+        else
+                fail "edfctl status shows each partition: its CPU, 95% capacity, 0% allocated, 95% free" "see status" "$st"
+        fi
+
+        # --- two 58% land on their own CPUs ---
+        spawn_periodic; a=$sp
+        spawn_periodic; b=$sp
+        spawn_periodic; c=$sp
+        spawn_periodic; d=$sp
+        sleep 0.5
+        outa=$(edfctl admit -g rt -T 5.8ms -P 10ms -p $a 2>&1)
+        outb=$(edfctl admit -g rt -T 5.8ms -P 10ms -p $b 2>&1)
+        got=$(placement $a $b)
+        if [ "$(allowed $a) $(cgroup_of $a) $(cpu_of $a)" = "1 /edfd-partitions/rt0 1" ] &&
+           [ "$(allowed $b) $(cgroup_of $b) $(cpu_of $b)" = "2 /edfd-partitions/rt1 2" ] && is_deadline $a && is_deadline $b &&
+           [ "$(params_of $a)" = 5800000/10000000/10000000 ]; then
+                pass "two 5.8ms/10ms in rt: each on its own CPU (Cpus_allowed_list 1 and 2, cgroups rt0 and rt1, cpu in edfctl list --json)"
+                diag "$got"
+        else
+                fail "two 5.8ms/10ms in rt: each on its own CPU (Cpus_allowed_list 1 and 2, cgroups rt0 and rt1, cpu in edfctl list --json)" \
+                        "see the placements" "admit a: $outa" "admit b: $outb" "$got" "$(edfctl list 2>&1)" "$(journal | tail -6)"
+        fi
+        list_cpu=$(edfctl list 2>/dev/null | awk -v p=$a 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "CPU") c = i } c && $3 == p { print $c }')
+        if [ "$list_cpu" = 1 ] && edfctl status 2>/dev/null | grep -Eq "pid $a .*cpu 1$"; then
+                pass "edfctl list and status show the reservation's CPU"
+        else
+                fail "edfctl list and status show the reservation's CPU" "row: $(list_row $a)" "$(edfctl list 2>&1)" "$(edfctl status 2>&1 | grep "pid $a")"
+        fi
+
+        # A partition made invalid by taking its CPU offline is the probe's check above (the adapter's
+        # poll sees it); here edfd is shown the other outside change the kernel allows, a partition
+        # root made a member. Not done here: CPU 3 offline under an empty rt2 and back online with the
+        # periodic processes running hung this guest in the online write (6.1 under TCG: the journal
+        # ended at "smpboot: CPU 3 is now offline" and the guest never powered off).
+
+        # --- the kernel itself refuses what a partition cannot hold ---
+        # kernel_refuses WHEN: a helper moved into rt0 beside a's 58% asks the kernel for 40% more.
+        mkfifo /run/edfd-vm-go3
+        kernel_refuses() {
+                local hk mv k
+                sh -c 'read x </run/edfd-vm-go3; exec sleep 1000' &
+                hk=$!
+                bg+=($hk)
+                mv=$( (echo $hk >$pdir/rt0/cgroup.procs) 2>&1; echo "exit $?")
+                echo go >/run/edfd-vm-go3
+                wait_until 50 comm_is $hk sleep
+                k=$(chrt -d --sched-runtime 4000000 --sched-deadline 10000000 --sched-period 10000000 -p 0 $hk 2>&1; echo "exit $?")
+                if [ "$(allowed $hk)" = 1 ] && [[ $k == *"busy"* ]] && ! is_deadline $hk; then
+                        pass "$1: the kernel refuses 40% more in rt0 beside its 58% (EBUSY: its own root domain of one CPU)"
+                else
+                        ${2:-fail} "$1: the kernel refuses 40% more in rt0 beside its 58% (EBUSY: its own root domain of one CPU)" \
+                                "${3:-move: $mv}" "move: $mv; Cpus_allowed_list $(allowed $hk)" "chrt: $k" "$(policy_of $hk)" \
+                                "$(grep -A3 -E '^ *dl_rq\[1\]' /sys/kernel/debug/sched/debug 2>/dev/null | grep -E 'dl_bw|total_bw')"
+                        chrt -o -p 0 $hk 2>/dev/null
+                fi
+                echo $hk >/sys/fs/cgroup$mycg/cgroup.procs 2>/dev/null
+                kill $hk 2>/dev/null
+        }
+        kernel_refuses "before any change from outside"
+
+        # --- a partition made invalid from outside under a reservation: moved where it fits ---
+        jmark
+        echo member >$pdir/rt1/cpuset.cpus.partition
+        movedb() { [ "$(cpu_of $b)" = 3 ] && [ "$(allowed $b)" = 3 ]; }
+        wait_until 100 movedb
+        got=$(placement $b)
+        if movedb && is_deadline $b && jsince | grep -q "moved from cpu2 to cpu3: its partition is no longer valid"; then
+                pass "rt1 made a member from outside: its 58% moves to cpu3, where it fits (Cpus_allowed_list 3), logged with the reason"
+                diag "$(jsince | grep -i -E 'partition|moved' | head -3)"
+        else
+                fail "rt1 made a member from outside: its 58% moves to cpu3, where it fits (Cpus_allowed_list 3), logged with the reason" \
+                        "$got" "$(part_states 2>&1)" "$(jsince | tail -8)"
+        fi
+        echo root >$pdir/rt1/cpuset.cpus.partition
+        valid1() { jsince | grep -q "Partition rt1 (cpu2) is valid again"; }
+        if wait_until 100 valid1 && [ "$(cat $pdir/rt1/cpuset.cpus.partition)" = root ]; then
+                pass "rt1 made a partition root again: edfd uses it again"
+        else
+                fail "rt1 made a partition root again: edfd uses it again" "$(cat $pdir/rt1/cpuset.cpus.partition 2>&1)" "$(jsince | tail -5)"
+        fi
+
+        # --- the third lands on the CPU left, the fourth is refused with the numbers ---
+        outc=$(edfctl admit -g rt -T 5.8ms -P 10ms -p $c 2>&1)
+        outd=$(edfctl admit -g rt -T 5.8ms -P 10ms -p $d 2>&1)
+        rc=$?
+        if [ "$(allowed $c) $(cpu_of $c)" = "2 2" ] && [ $rc -eq 1 ] &&
+           [ "$outd" = "edfctl: admission refused: rt: no CPU can take 58%: cpu1 37% left, cpu2 37% left, cpu3 37% left" ] &&
+           [ "$(cgroup_of $d) $(allowed $d)" = "$mycg 0" ] && is_other $d; then
+                pass "a third 58% takes cpu2; a fourth is refused with the numbers and not moved (\"$outd\")"
+        else
+                fail "a third 58% takes cpu2; a fourth is refused with the numbers and not moved" "exit $rc" "admit c: $outc" \
+                        "admit d: $outd" "$(placement $c $d)"
+        fi
+
+        # rt1's changes above rebuilt the root domains. Seen on 6.1: with edfd-partitions left
+        # without a CPU of its own, the rebuild (rebuild_root_domains() skips a cpuset with no
+        # effective CPU, and so its children) re-adds no partition's deadline tasks, and the kernel
+        # then admits 40% more beside the 58% it no longer counts.
+        # Kernel 6.1: rebuild_root_domains() skips a cpuset without effective CPUs and its children,
+        # and edfd-partitions has none here (the partitions take CPUs 1-3): rt0's deadline thread is
+        # not added back to its rebuilt root domain, and the kernel admits beside it again.
+        kernel_refuses "after rt1's changes rebuilt the root domains" known \
+                "kernel 6.1: a root-domain rebuild forgets the deadline bandwidth of a partition below a cpuset without CPUs"
+        rm -f /run/edfd-vm-go3
+
+        # --- invalid under a reservation that fits nowhere else: released, with the reason ---
+        jmark
+        echo member >$pdir/rt1/cpuset.cpus.partition
+        releasedc() { is_other $c && [[ $(cgroup_of $c) != /edfd-partitions* ]]; }
+        wait_until 100 releasedc
+        if releasedc && jsince | grep -q "released: its partition (cpu2) is no longer valid and no other CPU can take it" &&
+           [ "$(cgroup_of $c)" = "$mycg" ]; then
+                pass "rt1 invalid again with no room elsewhere: its reservation is released with the reason, the process back in its own cgroup"
+        else
+                fail "rt1 invalid again with no room elsewhere: its reservation is released with the reason, the process back in its own cgroup" \
+                        "$(placement $c)" "its cgroup before: $mycg" "$(jsince | tail -6)"
+        fi
+        echo root >$pdir/rt1/cpuset.cpus.partition
+        wait_until 100 valid1
+        outc=$(edfctl admit -g rt -T 5.8ms -P 10ms -p $c 2>&1) || diag "admit c again: $outc"
+
+        # --- a service's process moved into a partition stops with its service ---
+        svc_check() { # UNIT PID WHAT
+                local unit=$1 p=$2 what=$3 cg
+                cg=$(cgroup_of $p)
+                if [[ $cg == /edfd-partitions/* ]] && is_deadline $p; then
+                        pass "$what: admitted, moved out of $unit's cgroup into $cg"
+                else
+                        fail "$what: admitted, moved out of $unit's cgroup into a partition" "$(placement $p)" \
+                                "$(systemctl status --no-pager $unit 2>&1 | tail -5)" "$(journal | tail -4)"
+                fi
+                if [[ $cg != /edfd-partitions/* ]] || gone $p; then
+                        fail "$what: systemctl stop $unit ends the moved process, and its reservation" \
+                                "cannot be checked: the process was not admitted into a partition"
+                        systemctl stop $unit 2>/dev/null
+                        systemctl reset-failed $unit 2>/dev/null
+                        return
+                fi
+                systemctl stop $unit 2>&1
+                if wait_until 100 gone $p && wait_until 50 eval "! listed $p"; then
+                        pass "$what: systemctl stop $unit ends the moved process, and its reservation"
+                        diag "$(journal | grep -E "Process $p outlived" | sed 's/^.*edfd\[[0-9]*\]: //')"
+                else
+                        fail "$what: systemctl stop $unit ends the moved process, and its reservation" \
+                                "still running after the stop: $(placement $p)" "$(ps -o pid,ppid,stat,comm -p $p 2>&1)" \
+                                "unit: $(systemctl is-active $unit 2>&1)"
+                        kill -KILL $p 2>/dev/null
+                fi
+                systemctl reset-failed $unit 2>/dev/null
+        }
+        # Its ExecStart admits itself: edfctl admit -- periodic (MainPID is the admitted process).
+        systemd-run --quiet --unit=edfd-vm-rt-a --service-type=exec \
+                edfctl admit -g rt -T 1ms -P 10ms -- $periodic --work 200us --period 10ms --duration 900s --quiet
+        sa=$(systemctl show -p MainPID --value edfd-vm-rt-a.service)
+        wait_until 300 eval "comm_is $sa periodic || gone $sa"
+        svc_check edfd-vm-rt-a.service $sa "a service whose ExecStart is edfctl admit -g rt -- periodic"
+        # A service whose main process is periodic, admitted from outside (-p MainPID).
+        systemd-run --quiet --unit=edfd-vm-rt-m --service-type=exec $periodic --work 200us --period 10ms --duration 900s --quiet
+        sm=$(systemctl show -p MainPID --value edfd-vm-rt-m.service)
+        bg+=($sm)
+        outs=$(edfctl admit -g rt -T 1ms -P 10ms -p $sm 2>&1) || diag "admit the main process: $outs"
+        svc_check edfd-vm-rt-m.service $sm "a service's main process admitted with -p"
+        # A service's main process (a shell) and its child periodic, admitted from outside (-p).
+        systemd-run --quiet --unit=edfd-vm-rt-b sh -c "$periodic --work 200us --period 10ms --duration 900s --quiet & wait"
+        sb=$(systemctl show -p MainPID --value edfd-vm-rt-b.service)
+        wait_until 50 eval '[ -n "$(pgrep -P $sb -x periodic)" ]'
+        sc=$(pgrep -P $sb -x periodic)
+        bg+=($sc)
+        outs=$(edfctl admit -g rt -T 1ms -P 10ms -p $sc 2>&1) || diag "admit the child: $outs"
+        svc_check edfd-vm-rt-b.service $sc "a service's child process admitted with -p"
+
+        # --- restart and kill -9 keep every placement ---
+        kept_p=($a $b $c)
+        pl_before=$(placement "${kept_p[@]}")
+        list_before=$(edfctl list 2>&1)
+        parts_before=$(part_states 2>&1)
+        say "# placements before the restarts:"
+        diag "$pl_before" "$list_before"
+        compare_placements() {
+                local what=$1 now
+                now=$(placement "${kept_p[@]}")
+                if [ "$now" = "$pl_before" ] && [ "$(grep -cE '^[0-9]+ cpus ([123]) .*SCHED_DEADLINE.* edfd-cpu \1$' <<<"$now")" = 3 ] &&
+                   [ "$(edfctl list 2>&1)" = "$list_before" ] && parts_valid &&
+                   [ "$(part_states 2>&1)" = "$parts_before" ]; then
+                        pass "$what: the same threads on the same CPUs and cgroups, the same edfctl list, the partitions valid"
+                else
+                        fail "$what: the same threads on the same CPUs and cgroups, the same edfctl list, the partitions valid" "changed" \
+                                "before:" "$pl_before" "now:" "$now" "$(diff <(echo "$list_before") <(edfctl list 2>&1))" \
+                                "$(part_states 2>&1)" "$(journal | tail -6)"
+                fi
+        }
+        old=$(edfd_pid)
+        out=$(restart_edfd)
+        [ "$(edfd_pid)" != "$old" ] && edfd_active || diag "restart: $out, PID $old -> $(edfd_pid), $(edfd_state)"
+        compare_placements "after systemctl restart edfd"
+        old=$(edfd_pid)
+        kill -KILL "$old"
+        wait_until 600 restarted || diag "not restarted: $(edfd_state), PID $(edfd_pid)"
+        compare_placements "after kill -9 of edfd and systemd's restart (PID $old -> $(edfd_pid))"
+        out=$(edfctl admit -g rt -T 5.8ms -P 10ms -p $d 2>&1)
+        if grep -q "no CPU can take 58%" <<<"$out" && is_other $d; then
+                pass "after the restarts the books still refuse a fourth 58%"
+        else
+                fail "after the restarts the books still refuse a fourth 58%" "$out" "$(placement $d)"
+        fi
+
+        # --- offlining a busy partition CPU is refused and changes nothing ---
+        before=$(placement $a; part_states; edfctl list 2>&1)
+        before_books=$(part_states; edfctl list 2>&1)
+        jmark
+        o=$( (echo 0 >/sys/devices/system/cpu/cpu1/online) 2>&1; echo "exit $?")
+        widened=$(allowed $a)
+        # The kernel pushed a off CPU 1 before it refused, widening its affinity (6.1: "no longer
+        # affine to cpu1"); edfd's poll tries to pin it again.
+        wait_until 60 eval '[ "$(allowed $a)" = 1 ]'
+        after=$(placement $a; part_states; edfctl list 2>&1)
+        if [[ $o == *"busy"* ]] && [ "$(cat /sys/devices/system/cpu/cpu1/online)" = 1 ] && parts_valid &&
+           [ "$(part_states; edfctl list 2>&1)" = "$before_books" ] && is_deadline $a; then
+                pass "CPU 1 offline under rt0's 58% is refused by the kernel (EBUSY); the partitions and edfd's books are as they were"
+        elif [[ $o != *"busy"* ]]; then
+                known "CPU 1 offline under rt0's 58% is refused by the kernel (EBUSY); the partitions and edfd's books are as they were" \
+                        "kernel 6.1: after the rebuild above the kernel no longer counts rt0's 58%, so dl_cpu_busy() lets CPU 1 go" \
+                        "offline: $o" "before:" "$before" "after:" "$after"
+                echo 1 >/sys/devices/system/cpu/cpu1/online 2>/dev/null
+        else
+                fail "CPU 1 offline under rt0's 58% is refused by the kernel (EBUSY); the partitions and edfd's books are as they were" \
+                        "offline: $o" "before:" "$before" "after:" "$after"
+                echo 1 >/sys/devices/system/cpu/cpu1/online 2>/dev/null
+        fi
+        # Seen on 6.1: before it refuses, the kernel pushes the running thread off the CPU going
+        # down, and the fallback widens its affinity to every CPU ("no longer affine to cpu1");
+        # edfd's poll then cannot pin it again (EBUSY: it sits in another root domain).
+        if [[ $o != *"busy"* ]]; then
+                known "after the refused offline a's thread is still on CPU 1 only (Cpus_allowed_list 1)" \
+                        "kernel 6.1: cannot be checked, the kernel took CPU 1 offline under a's 58% (it had stopped counting it, see above)" \
+                        "$(placement $a)" "$(jsince | grep -E 'rt0|Reservation' | head -3 | sed 's/^.*edfd\[[0-9]*\]: //')"
+        elif [ "$(allowed $a)" = 1 ]; then
+                pass "after the refused offline a's thread is still on CPU 1 only (Cpus_allowed_list 1)"
+                diag "right after the refusal: Cpus_allowed_list $widened" "$(jsince | grep -E 'pinned to cpu' | head -1)"
+        else
+                fail "after the refused offline a's thread is still on CPU 1 only (Cpus_allowed_list 1)" \
+                        "Cpus_allowed_list $(allowed $a), on CPU $(awk '{print $39}' /proc/$a/stat 2>/dev/null), in $(cgroup_of $a)" \
+                        "kernel: $(journalctl -b -k --no-pager -o cat 2>/dev/null | grep 'no longer affine' | tail -1)" \
+                        "edfd: $(jsince | grep -E 'pinned|widened' | head -1 | sed 's/^.*edfd\[[0-9]*\]: //')"
+        fi
+
+        # --- clean up: release, then edfd's first configuration removes the partitions ---
+        bad=
+        for p in $a $b $c; do
+                edfctl release -p $p >/dev/null 2>&1
+                { is_other $p && [[ $(cgroup_of $p) != /edfd-partitions* ]]; } || bad+=" $(placement $p);"
+        done
+        if [ -z "$bad" ] && [ "$(edfctl list 2>&1)" = "No reservations." ]; then
+                pass "every partitioned reservation released: SCHED_OTHER, out of edfd-partitions, edfctl list empty"
+                diag "where they went: $(for p in $a $b $c; do echo -n "$p $(cgroup_of $p); "; done)"
+        else
+                fail "every partitioned reservation released: SCHED_OTHER, out of edfd-partitions, edfctl list empty" "$bad" "$(edfctl list 2>&1)"
+        fi
+        for p in "${pbg[@]}"; do kill -KILL $p 2>/dev/null; done
+        cp /run/edfd-vm-global.yaml $conf
+        jmark
+        out=$(restart_edfd)
+        if edfd_active && [ ! -e "$pdir" ] && [ "$(cat /sys/fs/cgroup/cpuset.cpus.effective)" = 0-3 ] &&
+           ! edfctl status 2>&1 | grep -q "Partitions:"; then
+                pass "edfd with its first configuration removes its partitions: the root cgroup has CPUs 0-3 again"
+        else
+                fail "edfd with its first configuration removes its partitions: the root cgroup has CPUs 0-3 again" \
+                        "edfd $(edfd_state)" "$out" "$(part_states 2>&1)" "root: $(cat /sys/fs/cgroup/cpuset.cpus.effective)" "$(jsince | tail -6)"
+                [ -d "$pdir" ] && $probe apply >/dev/null 2>&1
+        fi
+        if [ -f $dropin ]; then
+                rm -f $dropin
+                systemctl daemon-reload
+                restart_edfd >/dev/null || diag "edfd did not come back without the drop-in: $(edfd_state)"
         fi
 fi
 
