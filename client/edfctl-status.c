@@ -8,6 +8,7 @@
  * trip, the answers describing one moment); edfctl copies it into rows it can sort and print. */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 
 #include <json-c/json.h>
 
+#include "basic/proc.h"
 #include "core/bandwidth.h"
 #include "core/duration.h"
 #include "edfctl.h"
@@ -288,6 +290,85 @@ static void print_wrapped(const char *label, const char *text) {
         putchar('\n');
 }
 
+/* What edfd can promise on this machine besides its books, read here (the facts are the machine's,
+ * not edfd's): a virtual machine's CPUs run only while its host runs them, which no budget covers;
+ * and the per-job overhead admit --work adds (edfctl calibrate), with the kernel's tick, at which
+ * it enforces budgets. */
+typedef struct MachineFacts {
+        bool is_virtual;
+        int calibration;  /* calibration_load(): 1 holds, 0 none, -ESTALE, else unreadable */
+        Calibration cal;
+        char why[512];
+} MachineFacts;
+
+static bool machine_is_virtual(void) {
+        char buf[16384];
+        const char *flags;
+
+        /* x86 sets the hypervisor flag in a guest; elsewhere /sys/hypervisor/type names one. */
+        if (proc_read_file(AT_FDCWD, "/proc/cpuinfo", PROC_READ_TRUNCATE, buf, sizeof buf, NULL) >= 0 &&
+            (flags = strstr(buf, "\nflags"))) {
+                size_t len = strcspn(flags + 1, "\n");
+                char line[4096];
+                snprintf(line, sizeof line, "%.*s ", (int) len, flags + 1);
+                if (strstr(line, " hypervisor "))
+                        return true;
+        }
+        return proc_read_file(AT_FDCWD, "/sys/hypervisor/type", PROC_READ_LINE | PROC_READ_TRUNCATE, buf, sizeof buf,
+                              NULL) >= 0 && buf[0] != '\0' && buf[0] != '\n';
+}
+
+static void machine_facts(MachineFacts *f) {
+        *f = (MachineFacts) { .is_virtual = machine_is_virtual() };
+        f->calibration = calibration_load(calibration_path(), &f->cal, f->why, sizeof f->why);
+}
+
+static void machine_print(const MachineFacts *f) {
+        char a[DURATION_MAX], b[DURATION_MAX], line[700];
+
+        if (f->is_virtual)
+                print_wrapped("     Machine", "a virtual machine: deadlines hold while its host runs its CPUs");
+        else
+                print_wrapped("     Machine", "no hypervisor seen: deadlines hold while budgets cover each job");
+        if (f->calibration > 0) {
+                if (f->cal.hz > 0)
+                        snprintf(line, sizeof line, "%s per job (edfctl calibrate), added by --work; tick %s",
+                                 duration_format(f->cal.overhead, a), duration_format(NSEC_PER_SEC / f->cal.hz, b));
+                else
+                        snprintf(line, sizeof line, "%s per job (edfctl calibrate), added by --work",
+                                 duration_format(f->cal.overhead, a));
+        } else if (f->calibration == 0)
+                snprintf(line, sizeof line, "not measured; --work adds none (see edfctl calibrate)");
+        else
+                snprintf(line, sizeof line, "not used: %s", f->why);
+        print_wrapped("    Overhead", line);
+}
+
+static int json_machine(const MachineFacts *f, json_object **ret) {
+        json_object *o = json_object_new_object();
+        char state[600];
+        int r = 0;
+
+        if (!o)
+                return -ENOMEM;
+        if (f->calibration > 0)
+                snprintf(state, sizeof state, "ok");
+        else if (f->calibration == 0)
+                snprintf(state, sizeof state, "none");
+        else
+                snprintf(state, sizeof state, "%s: %s", f->calibration == -ESTALE ? "stale" : "unreadable", f->why);
+        JSON_ADD(o, "virtual", json_object_new_boolean(f->is_virtual), r);
+        JSON_ADD(o, "calibration", json_object_new_string(state), r);
+        JSON_ADD(o, "per_job_overhead", f->calibration > 0 ? json_object_new_uint64(f->cal.overhead) : NULL, r);
+        JSON_ADD(o, "tick", f->calibration > 0 && f->cal.hz > 0 ? json_object_new_uint64(NSEC_PER_SEC / f->cal.hz) : NULL, r);
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
+        *ret = o;
+        return 0;
+}
+
 /* The placement lines of the status: what the promise is here. */
 static void placement_print(const Snapshot *s) {
         char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX];
@@ -340,6 +421,9 @@ static int status_print(const Snapshot *s) {
                 snprintf(why, sizeof why, "not counted: %s", p->throttle_counting);
                 print_wrapped("   Throttles", why);
         }
+        MachineFacts mf;
+        machine_facts(&mf);
+        machine_print(&mf);
         if (p->overcommitted)
                 printf("     Warning: over-committed (the kernel gives less than the books hold); "
                        "new admissions are refused\n");
@@ -609,6 +693,12 @@ static int json_status(const Snapshot *s, json_object **ret) {
         JSON_ADD(o, "free", p->capacity == UINT64_MAX ? NULL :
                  json_object_new_double(((double) p->capacity - (double) p->allocated) / (double) BW_UNIT), r);
         JSON_ADD(o, "overcommitted", json_object_new_boolean(p->overcommitted), r);
+        MachineFacts mf;
+        json_object *machine = NULL;
+        machine_facts(&mf);
+        if (r == 0 && json_machine(&mf, &machine) < 0)
+                r = -ENOMEM;
+        JSON_ADD(o, "machine", machine, r);
         JSON_ADD(o, "events", events, r);
         JSON_ADD(o, "groups", groups, r);
         JSON_ADD(o, "reservations", res, r);

@@ -393,6 +393,20 @@ print([e for e in json.load(sys.stdin)["data"][0] if e[0]==int(sys.argv[1])][0][
                 "^edfctl: runtime 1.185ms: work 1ms \+ margin 10% \+ per-job overhead 85us \(edfctl calibrate\)$" \
                 admit --work 1ms --margin 10% -P 100ms -p "$last"
         check_runtime "admit --work with a calibration: runtime = work x 1.1 + 85us" 1185000
+        run status
+        if grep -q "^    Overhead: 85us per job (edfctl calibrate), added by --work; tick 4ms$" <<<"$out" &&
+           grep -Eq "^     Machine: (a virtual machine|no hypervisor seen): deadlines hold while" <<<"$out"; then
+                ok "status says what edfd can promise on this machine and the calibrated overhead"
+        else
+                not_ok "status says what edfd can promise on this machine and the calibrated overhead" "$out"
+        fi
+        run status --json
+        if python3 -c 'import json,sys; m=json.load(sys.stdin)["machine"]
+sys.exit(0 if (m["calibration"], m["per_job_overhead"], m["tick"]) == ("ok", 85000, 4000000) and isinstance(m["virtual"], bool) else 1)' <<<"$out"; then
+                ok "status --json: machine.calibration, per_job_overhead, tick, virtual"
+        else
+                not_ok "status --json: machine.calibration, per_job_overhead, tick, virtual" "$out"
+        fi
         spawn_sleep
         expect "admit --work --overhead 50us: the given overhead" 0 '^[0-9]+$' "per-job overhead 50us \(--overhead\)" \
                 admit --work 1ms --overhead 50us -P 100ms -p "$last"
@@ -405,6 +419,11 @@ print([e for e in json.load(sys.stdin)["data"][0] if e[0]==int(sys.argv[1])][0][
         expect "admit --work with a stale calibration: adds nothing and names why" 0 '^[0-9]+$' \
                 "is stale: it was measured on kernel \"0.0.1-another-kernel #1\", this is \"$(uname -r)" admit --work 1ms -P 100ms -p "$last"
         check_runtime "admit --work with a stale calibration: runtime = work" 1000000
+        run status
+        # The line wraps at 80 columns: read it joined.
+        tr '\n' ' ' <<<"$out" | tr -s ' ' | grep -q "Overhead: not used: the calibration in .* is stale: it was measured on kernel" &&
+                ok "status says a stale calibration is not used, and why" ||
+                not_ok "status says a stale calibration is not used, and why" "$out"
         before=$(books)
         printf 'version = 1\nbogus = 3\n' >"$EDFD_CALIBRATION"
         spawn_sleep
