@@ -119,6 +119,13 @@ static const char *test_of(const PlanEntry *e) {
         return e->outcome == PLAN_REFUSED ? "-" : edf_test_to_string(e->verdict.test);
 }
 
+/* The task table's header, the same offline and live. */
+static int plan_table_header(Table *t) {
+        return table_add(t, "TASK") ?: table_add(t, "GROUP") ?: table_add(t, "RUNTIME") ?: table_add(t, "DEADLINE") ?:
+               table_add(t, "PERIOD") ?: table_add(t, "SHARE") ?: table_add(t, "RESULT") ?: table_add(t, "CPU") ?:
+               table_add(t, "TEST");
+}
+
 static int print_text(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *loads, const PlanSetup *s) {
         _cleanup_(table_freep) Table *t = table_new(9), *c = table_new(5);
         char a[DURATION_MAX], b[DURATION_MAX], d[DURATION_MAX], g[DURATION_MAX];
@@ -128,9 +135,7 @@ static int print_text(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *
 
         if (!t || !c)
                 return -ENOMEM;
-        r = table_add(t, "TASK") ?: table_add(t, "GROUP") ?: table_add(t, "RUNTIME") ?: table_add(t, "DEADLINE") ?:
-            table_add(t, "PERIOD") ?: table_add(t, "SHARE") ?: table_add(t, "RESULT") ?: table_add(t, "CPU") ?:
-            table_add(t, "TEST");
+        r = plan_table_header(t);
         for (size_t i = 0; r == 0 && i < f->n; i++) {
                 const PlanTask *k = &f->tasks[i];
                 uint64_t bw = 0;
@@ -322,9 +327,7 @@ static int print_live_text(const PlanFile *f, const edfd_plan *p) {
 
         if (!t)
                 return -ENOMEM;
-        r = table_add(t, "TASK") ?: table_add(t, "GROUP") ?: table_add(t, "RUNTIME") ?: table_add(t, "DEADLINE") ?:
-            table_add(t, "PERIOD") ?: table_add(t, "SHARE") ?: table_add(t, "RESULT") ?: table_add(t, "CPU") ?:
-            table_add(t, "TEST");
+        r = plan_table_header(t);
         for (size_t i = 0; r == 0 && i < f->n; i++) {
                 const PlanTask *k = &f->tasks[i];
                 const char *res = live_result(p, i), *grp = edfd_plan_group(p, i);
