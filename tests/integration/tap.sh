@@ -41,3 +41,21 @@ wait_for() { # wait_for CMD...: 0 once CMD succeeds, 1 after 10 s
         done
         return 1
 }
+
+runnable_by_nobody() { # runnable_by_nobody BIN DIR: a path of BIN that user nobody can run
+        # BIN itself, or, when nobody cannot reach it (a checkout below a 0700 home or mktemp -d), a
+        # copy in DIR/bin with the libedfd.so.0 it links in DIR/lib/edfd, where its $ORIGIN rpath
+        # looks.
+        local bin=$1 dir=$2 lib
+        lib=$(ldd "$bin" 2>/dev/null | awk '$1 == "libedfd.so.0" { print $3 }')
+        if setpriv --reuid=65534 --regid=65534 --clear-groups test -x "$bin" &&
+                { [ -z "$lib" ] || setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$lib"; }; then
+                echo "$bin"
+                return
+        fi
+        mkdir -p "$dir/bin" "$dir/lib/edfd"
+        cp "$bin" "$dir/bin/" || return 1
+        if [ -n "$lib" ]; then cp "$lib" "$dir/lib/edfd/" || return 1; fi
+        chmod -R a+rX "$dir"
+        echo "$dir/bin/${bin##*/}"
+}

@@ -17,14 +17,14 @@ set -u
 edfctl=${1:?usage: test-containers.sh EDFCTL EDFD HOOK SOURCE-ROOT}
 edfd=${2:?} hook=$(realpath "${3:?}") source_root=${4:?} node_capacity=${5:?}
 here=$(cd "$(dirname "$0")" && pwd)
-n=0 failed=0
+. "$here/tap.sh" # ok, not_ok, runnable_by_nobody
 tmp=$(mktemp -d /tmp/test-containers.XXXXXX)
 chmod 711 "$tmp"
+# rootless podman runs the hook as nobody
+hook=$(runnable_by_nobody "$hook" "$tmp/nobody") || { echo "Bail out! cannot copy the hook where nobody can run it"; exit 1; }
 bus_pid= edfd_pid=
 had_libpod_parent=()
 
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { local name=$1; shift; n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $name"; printf '#   %s\n' "$@"; }
 skip_all() { echo "1..0 # SKIP $1"; exit 0; }
 bail() { echo "Bail out! $1"; exit 1; }
 # A missing tool is a skip on a developer's machine and a failure under CI, where setup-deps

@@ -471,7 +471,8 @@ sys.exit(0 if (m["calibration"], m["per_job_overhead"], m["tick"]) == ("ok", 850
         expect_unchanged "no such process: exit 1" 1 "^edfctl: no such thread: " admit -T 1ms -P 100ms -p 2147483646
         expect_unchanged "--move into a group without a cgroup: exit 2" 2 "^edfctl: invalid parameters: .*cgroup" admit --move -g apps -T 1ms -P 100ms -p "$last"
         before=$(books)
-        setpriv --reuid=65534 --regid=65534 --clear-groups "$edfctl" group create apps/x -T 1ms -P 100ms >"$tmp/out" 2>"$tmp/err"
+        nobody_edfctl=$(runnable_by_nobody "$edfctl" "$tmp/nobody")
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$nobody_edfctl" group create apps/x -T 1ms -P 100ms >"$tmp/out" 2>"$tmp/err"
         rc=$?
         after=$(books)
         if [ "$rc" = 1 ] && grep -q "^edfctl: permission denied: " "$tmp/err" && [ "$before" = "$after" ]; then
