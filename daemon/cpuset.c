@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The cpuset adapter (see cpuset.h). libcgroup does the v1 directories (create with values in
- * order, modify, delete, attach a thread to the tasks file); on v2 every file is written directly:
+ * order, modify, delete); a move writes the tid to a tasks file edfd keeps open (write_id()); on v2
+ * every file is written directly:
  * libcgroup has no call for cgroup.type or cpuset.cpus.partition, and cgroup.c's verdict on its v2
  * support holds (docs/design.md, "libcgroup, call by call"). Reads are direct on both. */
 
@@ -32,6 +33,11 @@ typedef struct CpusetOrigin {
         char *path;
 } CpusetOrigin;
 
+typedef struct CpusetFd {
+        char *path;
+        int fd;
+} CpusetFd;
+
 struct Cpusets {
         CpusetBackend backend;
         char *mount;
@@ -42,6 +48,8 @@ struct Cpusets {
         size_t n_last;
         CpusetOrigin *origins; /* v2: where each process moved in came from */
         size_t n_origins;
+        CpusetFd *fds; /* the files of edfd's own cgroups that moves write, open (write_id()) */
+        size_t n_fds;
 };
 
 const char *cpuset_backend_to_string(CpusetBackend b) {
@@ -90,6 +98,63 @@ static int write_text(const char *path, const char *s) {
                 r = -EIO;
         close(fd);
         return r;
+}
+
+static void fds_close(Cpusets *c) {
+        for (size_t i = 0; i < c->n_fds; i++) {
+                close(c->fds[i].fd);
+                free(c->fds[i].path);
+        }
+        free(c->fds);
+        c->fds = NULL;
+        c->n_fds = 0;
+}
+
+/* Write a pid or tid into a file of edfd's own cgroups (tasks, cgroup.threads, cgroup.procs): a
+ * move is then one write(2). The file stays open from its first move until the layout changes
+ * (cpusets_apply()): opening a kernfs file costs more than the move itself on the admission path.
+ * A file whose cgroup went away meanwhile (ENODEV) is opened again once, which says ENOENT. */
+static int write_id(Cpusets *c, const char *path, pid_t id) {
+        char buf[24];
+        int len = snprintf(buf, sizeof buf, "%d", (int) id);
+
+        for (unsigned attempt = 0;; attempt++) {
+                CpusetFd *f = NULL;
+                ssize_t n;
+                int r;
+
+                for (size_t i = 0; i < c->n_fds && !f; i++)
+                        if (strcmp(c->fds[i].path, path) == 0)
+                                f = &c->fds[i];
+                if (!f) {
+                        CpusetFd *t = realloc(c->fds, (c->n_fds + 1) * sizeof(*t));
+                        char *p = strdup(path);
+                        int fd;
+
+                        if (t)
+                                c->fds = t;
+                        if (!t || !p) {
+                                free(p);
+                                return -ENOMEM;
+                        }
+                        fd = open(path, O_WRONLY | O_CLOEXEC);
+                        if (fd < 0) {
+                                free(p);
+                                return -errno;
+                        }
+                        f = &c->fds[c->n_fds++];
+                        *f = (CpusetFd) { .path = p, .fd = fd };
+                }
+                n = write(f->fd, buf, (size_t) len);
+                if (n == len)
+                        return 0;
+                r = n < 0 ? -errno : -EIO;
+                if (r != -ENODEV || attempt > 0)
+                        return r;
+                close(f->fd);
+                free(f->path);
+                *f = c->fds[--c->n_fds];
+        }
 }
 
 _printf_(2, 3) static int strv_appendf(char ***l, const char *fmt, ...) {
@@ -188,6 +253,7 @@ Cpusets *cpusets_free(Cpusets *c) {
         for (size_t i = 0; i < c->n_origins; i++)
                 free(c->origins[i].path);
         free(c->origins);
+        fds_close(c);
         free(c);
         return NULL;
 }
@@ -615,17 +681,6 @@ static int v1_delete(const char *rel) {
         return r;
 }
 
-static int v1_attach(const char *rel, pid_t tid) {
-        struct cgroup *cg = v1_handle(rel);
-        int r;
-
-        if (!cg)
-                return -ENOMEM;
-        r = lcg_error(cgroup_attach_task_pid(cg, tid));
-        cgroup_free(&cg);
-        return r;
-}
-
 /* --- applying a layout --- */
 
 static const CpusetSpec *find_spec(const CpusetSpec *specs, size_t n, const char *name) {
@@ -986,6 +1041,7 @@ int cpusets_apply(Cpusets *c, const CpusetSpec *specs, size_t n, uint64_t per_cp
         r = check_commit(c, specs, n, existing, per_cpu_bw, &error);
         if (r < 0)
                 goto out;
+        fds_close(c); /* the layout changes: moves open its files again */
         r = c->backend == CPUSET_BACKEND_V1 ? v1_apply(c, specs, n, existing, &notes, &error)
                                             : v2_apply(c, specs, n, existing, &notes, &error);
 out:
@@ -1003,32 +1059,22 @@ out:
 /* --- moving threads edfd admitted --- */
 
 int cpusets_move_thread(Cpusets *c, const char *name, pid_t tid) {
-        _cleanup_free_ char *dir = NULL, *file = NULL;
-        char rel[PATH_MAX], buf[32];
+        _cleanup_free_ char *file = NULL;
 
         if (tid <= 0 || !name || !name_ok(name))
                 return -EINVAL;
         if (c->backend == CPUSET_BACKEND_NONE)
                 return -EOPNOTSUPP;
-        dir = path_of(c, name, NULL);
-        if (!dir)
-                return -ENOMEM;
-        if (access(dir, F_OK) < 0)
-                return -ENOENT;
-        if (c->backend == CPUSET_BACKEND_V1) {
-                snprintf(rel, sizeof rel, "/%s/%s", CPUSET_DIR, name);
-                return v1_attach(rel, tid);
-        }
-        file = path_of(c, name, "cgroup.threads");
+        /* v1 moves one thread through tasks; v2 through the threaded child's cgroup.threads. A
+         * partition that does not exist: ENOENT from the open. */
+        file = path_of(c, name, c->backend == CPUSET_BACKEND_V1 ? "tasks" : "cgroup.threads");
         if (!file)
                 return -ENOMEM;
-        snprintf(buf, sizeof buf, "%d", (int) tid);
-        return write_text(file, buf);
+        return write_id(c, file, tid);
 }
 
 int cpusets_move_process(Cpusets *c, pid_t pid) {
         _cleanup_free_ char *file = NULL;
-        char buf[32];
 
         if (pid <= 0)
                 return -EINVAL;
@@ -1037,8 +1083,7 @@ int cpusets_move_process(Cpusets *c, pid_t pid) {
         file = path_of(c, NULL, "cgroup.procs");
         if (!file)
                 return -ENOMEM;
-        snprintf(buf, sizeof buf, "%d", (int) pid);
-        return write_text(file, buf);
+        return write_id(c, file, pid);
 }
 
 /* v2: the cgroup of process pid (the "0::" line of /proc/PID/cgroup), below the mount. */
@@ -1110,7 +1155,7 @@ static int origin_remember(Cpusets *c, pid_t pid, const char *path) {
 
 int cpusets_move_in(Cpusets *c, const char *name, pid_t pid, pid_t tid) {
         _cleanup_free_ char *dir = NULL, *procs = NULL;
-        char cg[PATH_MAX], buf[32];
+        char cg[PATH_MAX];
         CpuMask own = {};
         int r;
 
@@ -1118,19 +1163,17 @@ int cpusets_move_in(Cpusets *c, const char *name, pid_t pid, pid_t tid) {
                 return -EINVAL;
         if (c->backend != CPUSET_BACKEND_V2)
                 return cpusets_move_thread(c, name, tid);
-        dir = path_of(c, name, NULL);
-        if (!dir)
-                return -ENOMEM;
-        if (access(dir, F_OK) < 0)
-                return -ENOENT;
         r = v2_cgroup_of(pid, cg, sizeof cg);
         if (r < 0)
                 return r;
         if (!v2_inside(cg)) {
                 _cleanup_free_ char *eff = path_of(c, NULL, "cpuset.cpus.effective");
 
-                if (!eff)
+                dir = path_of(c, name, NULL);
+                if (!eff || !dir)
                         return -ENOMEM;
+                if (access(dir, F_OK) < 0) /* before the process moves */
+                        return -ENOENT;
                 /* The process enters the threaded domain first. Where edfd-partitions has no CPU of
                  * its own (its children took them all) the kernel refuses a task there (ENOSPC), so
                  * the process goes whole into the thread's partition: its other threads share that
@@ -1142,8 +1185,7 @@ int cpusets_move_in(Cpusets *c, const char *name, pid_t pid, pid_t tid) {
                 r = origin_remember(c, pid, cg);
                 if (r < 0)
                         return r;
-                snprintf(buf, sizeof buf, "%d", (int) pid);
-                r = write_text(procs, buf);
+                r = write_id(c, procs, pid);
                 if (r < 0) {
                         origin_forget(c, pid);
                         return r;
@@ -1196,7 +1238,8 @@ int cpusets_move_out(Cpusets *c, pid_t tid) {
                 return -EINVAL;
         switch (c->backend) {
         case CPUSET_BACKEND_V1:
-                return v1_attach("/", tid);
+                snprintf(path, sizeof path, "%s/tasks", c->mount);
+                return write_id(c, path, tid);
         case CPUSET_BACKEND_V2:
                 snprintf(buf, sizeof buf, "%d", (int) tid);
                 o = origin_find(c, tid);
@@ -1211,7 +1254,7 @@ int cpusets_move_out(Cpusets *c, pid_t tid) {
                 }
                 origin_forget(c, tid);
                 snprintf(path, sizeof path, "%s/cgroup.procs", c->mount);
-                return write_text(path, buf);
+                return write_id(c, path, tid);
         default:
                 return -EOPNOTSUPP;
         }

@@ -402,7 +402,15 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                         sched_target_done(&t);
                         return -1;
                 }
-                r = apply_with_retry(&t, &res->params, res->flags);
+                r = req->done ? sched_apply_deadline_known(&t, &si, res->params.runtime, res->params.deadline,
+                                                           res->params.period, sched_flags_of(res->flags))
+                              : sched_apply_deadline(&t, res->params.runtime, res->params.deadline,
+                                                     res->params.period, sched_flags_of(res->flags));
+                if (r == -EPERM && place_wait_ran(m, cpu, res->pid, res->tid))
+                        r = sched_apply_deadline(&t, res->params.runtime, res->params.deadline, res->params.period,
+                                                 sched_flags_of(res->flags));
+                if (r == -EBUSY)
+                        r = apply_with_retry(&t, &res->params, res->flags);
                 if (r < 0)
                         place_move_out(m, res->pid, res->tid);
                 if (r == -EPERM) {

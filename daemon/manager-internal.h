@@ -106,9 +106,11 @@ const char *place_cpu_name(const Manager *m, uint32_t cpu);
  * (a split's stage) if it still passes. For a global g: not partitioned. Returns 0 or -1 with *e. */
 int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *forced_cpu, bool *ret_partitioned,
                  uint32_t *ret_cpu, OpError *e);
-/* Move the thread (v2: its process, then the thread) into cpu's partition and wait (up to 200 ms)
- * until it has run there. Returns 0 or -1 with *e. */
+/* Move the thread (v2: its process, then the thread) into cpu's partition. Returns 0 or -1 with *e. */
 int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError *e);
+/* After EPERM from sched_setattr of a thread just moved to cpu: wait (up to 200 ms) until it has
+ * run there. True if it has (worth asking the kernel again). */
+bool place_wait_ran(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid);
 /* Move a released thread (v2: its process) back out of the partitions; a failure is logged. */
 void place_move_out(Manager *m, uint32_t pid, uint32_t tid);
 

@@ -360,8 +360,6 @@ static uint64_t mono_ns(void) {
 
 int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError *e) {
         const char *name = place_cpu_name(m, cpu);
-        uint64_t until;
-        ProcStat st;
         int r;
 
         if (!name)
@@ -372,22 +370,29 @@ int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError 
         r = cpusets_move_in(m->place.cpusets, name, (pid_t) pid, (pid_t) tid);
         if (r < 0)
                 return op_errno(e, r, "moving the thread into its CPU's partition");
-        /* The kernel admits against the root domain of the CPU the thread last ran on: wait until it
-         * has run on its new CPU (a running thread is migrated at once, a sleeping one when it wakes). */
-        until = mono_ns() + PLACE_RUN_WAIT_NSEC;
+        return 0;
+}
+
+bool place_wait_ran(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid) {
+        uint64_t until = mono_ns() + PLACE_RUN_WAIT_NSEC;
+        ProcStat st;
+
+        (void) m;
+        /* The kernel admits against the root domain of the CPU the thread last ran on (EPERM while
+         * that is not its partition's): a running thread migrates at once, a sleeping one when it
+         * wakes. Asked only after EPERM, so the usual admission reads no /proc file for it. */
         for (;;) {
-                r = proc_read_stat((pid_t) pid, (pid_t) tid, PROC_STAT_PROCESSOR, &st);
-                if (r < 0)
-                        return op_errno(e, r, "reading where the thread runs");
+                if (proc_read_stat((pid_t) pid, (pid_t) tid, PROC_STAT_PROCESSOR, &st) < 0)
+                        return false;
                 if (st.processor == cpu)
-                        return 0;
+                        return true;
                 if (mono_ns() >= until)
                         break;
                 (void) nanosleep(&(struct timespec) { .tv_nsec = 1000000 }, NULL);
         }
         log_debug("Thread %" PRIu32 " has not run on cpu%" PRIu32 " within %" PRIu64 " ms of its move", tid, cpu,
                   (uint64_t) (PLACE_RUN_WAIT_NSEC / NSEC_PER_MSEC));
-        return 0; /* the kernel decides: EPERM when it has not run there yet */
+        return false; /* the kernel decides: EPERM when it has not run there yet */
 }
 
 void place_move_out(Manager *m, uint32_t pid, uint32_t tid) {

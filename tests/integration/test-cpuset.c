@@ -271,6 +271,46 @@ Test(cpuset, real_admission_and_the_kernels_ebusy) {
         cpusets_free(c);
 }
 
+/* Moves write to files the adapter keeps open: a partition removed and made again from outside
+ * is found through ENODEV and opened again; one that is gone says ENOENT. */
+Test(cpuset, a_move_after_the_partition_was_made_again) {
+        Cpusets *c = open_v1();
+        CpusetSpec s = spec("rt0", "1");
+        Child a = child_start();
+        char path[64], *st;
+
+        apply_ok(c, &s, 1);
+        cr_assert_eq(cpusets_move_thread(c, "rt0", a.pid), 0);
+        cr_assert_eq(cpusets_move_out(c, a.pid), 0);
+        cr_assert_eq(rmdir(OWNED "/rt0"), 0, "rmdir: %s", strerror(errno));
+        cr_assert_eq(cpusets_move_thread(c, "rt0", a.pid), -ENOENT, "a partition that is gone");
+        cr_assert_eq(cpusets_move_thread(c, "rt0", a.pid), -ENOENT, "and again, with nothing left open");
+        cr_assert_eq(cpusets_move_thread(c, "rt0", a.pid), -ENOENT);
+        cr_assert_eq(mkdir(OWNED "/rt0", 0755), 0, "mkdir: %s", strerror(errno));
+        cr_assert_eq(write_str(OWNED "/rt0/cpuset.cpus", "1"), 0);
+        cr_assert_eq(write_str(OWNED "/rt0/cpuset.mems", "0"), 0);
+        cr_assert_eq(cpusets_move_thread(c, "rt0", a.pid), 0, "into the partition made again");
+        snprintf(path, sizeof path, "/proc/%d/status", (int) a.pid);
+        st = read_all(path);
+        cr_assert(st && strstr(st, "Cpus_allowed_list:\t1\n"), "the moved thread runs on CPU 1");
+        cr_assert_eq(cpusets_move_out(c, a.pid), 0);
+        /* The cached file of a removed partition, then a new one of the same name. */
+        cr_assert_eq(cpusets_move_thread(c, "rt0", a.pid), 0);
+        cr_assert_eq(cpusets_move_out(c, a.pid), 0);
+        cr_assert_eq(rmdir(OWNED "/rt0"), 0, "rmdir: %s", strerror(errno));
+        cr_assert_eq(mkdir(OWNED "/rt0", 0755), 0, "mkdir: %s", strerror(errno));
+        cr_assert_eq(write_str(OWNED "/rt0/cpuset.cpus", "1"), 0);
+        cr_assert_eq(write_str(OWNED "/rt0/cpuset.mems", "0"), 0);
+        cr_assert_eq(cpusets_move_thread(c, "rt0", a.pid), 0, "ENODEV on the old file, then the new one");
+        st = read_all(path);
+        cr_assert(st && strstr(st, "Cpus_allowed_list:\t1\n"), "the moved thread runs on CPU 1");
+        cr_assert_eq(cpusets_move_out(c, a.pid), 0);
+        child_stop(&a);
+        apply_ok(c, NULL, 0);
+        cr_assert(access(OWNED, F_OK) < 0);
+        cpusets_free(c);
+}
+
 Test(cpuset, refused_when_the_rest_would_be_overcommitted) {
         Cpusets *c = open_v1();
         CpusetSpec s = spec("rt0", "1");
