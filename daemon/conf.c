@@ -1352,10 +1352,10 @@ static const ConfGroup *conf_find_group(const ConfGroup *gs, size_t n, const cha
         return NULL;
 }
 
-#define TOP_KEYS "capacity, fork, threads, min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, groups"
+#define TOP_KEYS "capacity, fork, threads, min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups"
 
 static void walk_config(Ctx *c, Node *root, Config *cfg) {
-        const Node *dg = NULL;
+        const Node *dg = NULL, *shared = NULL;
         size_t group_errors = 0;
         bool empty;
 
@@ -1428,7 +1428,17 @@ static void walk_config(Ctx *c, Node *root, Config *cfg) {
                         (void) get_placement(c, v, &cfg->placement);
                 else if (strcmp(name, "partitions") == 0)
                         walk_partitions(c, v, cfg);
-                else if (strcmp(name, "groups") == 0) {
+                else if (strcmp(name, "partition-shared-cpus") == 0) {
+                        s = scalar(c, v, "a CPU list such as \"1\"");
+                        if (s && cpu_mask_parse(s, v->len, &cfg->partition_shared, &why) < 0)
+                                error_node(c, v, "\"%s\" %s", show(s, v->len, buf), why);
+                        else if (s && cpu_mask_empty(&cfg->partition_shared))
+                                error_node(c, v, "names no CPU");
+                        else if (s)
+                                shared = v;
+                        if (!shared)
+                                cfg->partition_shared = (CpuMask) {};
+                } else if (strcmp(name, "groups") == 0) {
                         size_t before = c->n_errors;
 
                         cfg->groups_line = k->line;
@@ -1438,6 +1448,19 @@ static void walk_config(Ctx *c, Node *root, Config *cfg) {
                 } else
                         unknown_key(c, k, TOP_KEYS);
                 path_pop(c);
+        }
+
+        /* The shared CPUs are edfd-partitions' own: in no partition (whichever key came first). */
+        for (size_t i = 0; shared && i < cfg->n_partitions; i++) {
+                unsigned cpu;
+
+                if (!cpu_mask_overlap(&cfg->partitions[i].cpus, &cfg->partition_shared, &cpu))
+                        continue;
+                path_push(c, "partition-shared-cpus");
+                error_node(c, shared, "CPU %u is in partition \"%s\" (%u:%u) too: the shared CPUs are in no partition", cpu,
+                           cfg->partitions[i].name, cfg->partitions[i].line, cfg->partitions[i].column);
+                path_pop(c);
+                break;
         }
 
         /* Only when the groups parsed: a group with an error may be the one named. */

@@ -132,6 +132,9 @@ typedef struct Config {
         ConfPlacement placement;     /* the root's: global unless `placement:` says otherwise */
         ConfPartition *partitions;   /* in file order */
         size_t n_partitions;
+        /* `partition-shared-cpus:` (cgroup v2): the CPUs edfd-partitions keeps for the other
+         * threads of the processes it moves in; empty: none (the partitions take them all). */
+        CpuMask partition_shared;
 } Config;
 
 /* Collected errors, one line each, without a trailing newline. Start with {} (zeroed). */

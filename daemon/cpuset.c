@@ -965,31 +965,52 @@ static int v2_apply(Cpusets *c, const CpusetSpec *specs, size_t n, char *const *
                 r = v2_write(c, NULL, "cgroup.subtree_control", "+cpuset", ret_error);
         if (r < 0)
                 return r;
+        /* The partitions to make, change or repair, in three passes: the kernel refuses CPUs that
+         * overlap an exclusive sibling (a partition root) and a root that overlaps any sibling's
+         * CPUs, so a layout whose partitions trade CPUs (rt0 1 -> 2, rt1 2 -> 3) first makes each of
+         * them a member, then gives each its CPUs, then makes each a root. They are empty: one that
+         * holds threads is not changed (cpusets_apply()). */
+        _cleanup_free_ bool *todo = calloc(n, sizeof(bool)), *made = calloc(n, sizeof(bool));
+        if (!todo || !made)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                CpusetPartition now;
+
+                read_one(c, specs[i].name, &now);
+                todo[i] = !(now.state == CPUSET_STATE_VALID && memcmp(&now.cpus, &specs[i].cpus, sizeof now.cpus) == 0);
+                made[i] = now.state == CPUSET_STATE_ABSENT;
+                if (todo[i] && !made[i])
+                        (void) v2_write(c, specs[i].name, "cpuset.cpus.partition", "member", NULL);
+        }
         for (size_t i = 0; i < n; i++) {
                 _cleanup_free_ char *p = path_of(c, specs[i].name, NULL);
-                CpusetPartition now;
-                bool exists;
 
                 if (!p)
                         return -ENOMEM;
-                read_one(c, specs[i].name, &now);
-                exists = now.state != CPUSET_STATE_ABSENT;
-                if (now.state == CPUSET_STATE_VALID && memcmp(&now.cpus, &specs[i].cpus, sizeof now.cpus) == 0)
+                if (!todo[i])
                         continue;
-                if (!exists && mkdir(p, 0755) < 0)
+                if (made[i] && mkdir(p, 0755) < 0)
                         return fail(ret_error, -errno, "cannot create %s: %s", p, strerror(errno));
                 r = v2_write(c, specs[i].name, "cgroup.type", "threaded", ret_error);
                 if (r >= 0)
                         r = v2_write(c, specs[i].name, "cpuset.cpus", mask_str(&specs[i].cpus, l), ret_error);
-                if (r >= 0)
-                        r = v2_write(c, specs[i].name, "cpuset.cpus.partition", "root", ret_error);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < n; i++) {
+                CpusetPartition now;
+
+                if (!todo[i])
+                        continue;
+                (void) mask_str(&specs[i].cpus, l);
+                r = v2_write(c, specs[i].name, "cpuset.cpus.partition", "root", ret_error);
                 if (r < 0)
                         return r;
                 read_one(c, specs[i].name, &now);
                 if (now.state != CPUSET_STATE_VALID)
                         return fail(ret_error, -EINVAL, "the kernel made partition %s (cpus %s) invalid: %s",
                                     specs[i].name, l, now.reason);
-                (void) strv_appendf(notes, "%s partition %s on cpus %s", exists ? "repaired" : "created",
+                (void) strv_appendf(notes, "%s partition %s on cpus %s", made[i] ? "created" : "changed or repaired",
                                     specs[i].name, l);
         }
         if (memcmp(&grown, &all, sizeof all) != 0)

@@ -146,6 +146,11 @@ void place_setup(Manager *m) {
                 m->place.cpus[i].cpu = (uint32_t) cpu_mask_first(&p->cpus);
                 snprintf(m->place.cpus[i].name, sizeof m->place.cpus[i].name, "%s", p->name);
         }
+        /* v2: CPUs of edfd-partitions' own for the other threads of the processes it moves in. */
+        if (!cpu_mask_empty(&c->partition_shared) && cpusets_backend(m->place.cpusets) != CPUSET_BACKEND_V2)
+                log_notice("Partitions: partition-shared-cpus is ignored on %s (it moves threads alone)",
+                           cpuset_backend_to_string(cpusets_backend(m->place.cpusets)));
+        cpusets_set_shared(m->place.cpusets, &c->partition_shared);
         /* Its notes come again from cpusets_apply(), which says them. */
         r = cpusets_check(m->place.cpusets, specs, c->n_partitions, &errors, &notes);
         if (r < 0) {
@@ -187,6 +192,18 @@ void place_setup(Manager *m) {
         CpuMask rest = *cpusets_online(m->place.cpusets);
         for (size_t i = 0; i < c->n_partitions; i++)
                 cpu_mask_andnot(&rest, &c->partitions[i].cpus);
+        if (cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V2) {
+                cpu_mask_andnot(&rest, &c->partition_shared);
+                if (cpu_mask_empty(&c->partition_shared))
+                        /* Seen in the VM on 6.1 (docs/design.md): rebuild_root_domains() skips a cpuset
+                         * without effective CPUs and its children. */
+                        log_warning("Partitions: %s keeps no CPU of its own (partition-shared-cpus: is not set): where "
+                                    "the kernel's root-domain rebuild skips a cpuset without CPUs (seen on 6.1), a "
+                                    "rebuild (a cpuset change, CPU hotplug) stops counting the partitions' deadline "
+                                    "threads, and the kernel may then let a partition's CPU go offline under them "
+                                    "(edfd's own books still refuse what does not fit)",
+                                    CPUSET_DIR);
+        }
         m->place.global_none = cpu_mask_empty(&rest);
         free(m->place.unavailable);
         m->place.unavailable = NULL;

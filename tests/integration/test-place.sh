@@ -317,6 +317,23 @@ out=$("$edfctl" admit -g rt -T 1ms -P 10ms -p "$a" 2>&1); rc=$?
 check "global placement is refused when the partitions take every CPU" \
         grep -q "placement is global, but edfd's partitions take every CPU" <<<"$out"
 
+# --- partition-shared-cpus is cgroup v2's (the VM proves it there): v1 says it ignores it ---
+stop_edfd TERM
+cat >"$tmp/shared.yaml" <<'EOF'
+partition-shared-cpus: "0"
+partitions:
+  rt1: { cpus: "1" }
+groups:
+  rt:
+    bandwidth: 50%
+    placement: partitioned
+EOF
+start_edfd "$tmp/shared.yaml" || exit 1
+check "partition-shared-cpus on v1: a note that it is ignored (v1 moves threads alone), the partition made" \
+        grep -q "Partitions: partition-shared-cpus is ignored on cgroup-v1 (it moves threads alone)" "$tmp/edfd.log"
+check "and no warning about edfd-partitions' own CPUs, which is v2's" \
+        sh -c '! grep -q "keeps no CPU of its own" "$1" && grep -q "Partitions: 1 made (cgroup-v1 backend)" "$1"' _ "$tmp/edfd.log"
+
 # --- an edfd without partitions takes them away and restores the balancing ---
 stop_edfd TERM
 start_edfd "$tmp/none.yaml" || exit 1

@@ -565,10 +565,10 @@ Test(conf, value_errors) {
                   "t.yaml:2:3: limits.a b: \"a b\" is not a user name (letters, digits, _ . - only)" },
                 { "- a\n- b\n", 1,
                   "t.yaml:1:1: the configuration must be a mapping of keys (capacity, fork, threads, "
-                  "min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, groups), not a sequence" },
+                  "min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups), not a sequence" },
                 { "just a string\n", 1,
                   "t.yaml:1:1: the configuration must be a mapping of keys (capacity, fork, threads, "
-                  "min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, groups), not a single value" },
+                  "min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups), not a single value" },
                 { "fork: \"sp\\0lit\"\n", 1, "t.yaml:1:7: fork: contains a NUL character" },
         };
 
@@ -580,7 +580,8 @@ Test(conf, structure_errors) {
                 /* unknown keys, at every level */
                 { "capasity: auto\n", 1,
                   "t.yaml:1:1: capasity: unknown key (expected one of: capacity, fork, threads, min-split-runtime, "
-                  "default-group, cgroup-root, polkit, limits, placement, partitions, groups)" },
+                  "default-group, cgroup-root, polkit, limits, placement, partitions, "
+                  "partition-shared-cpus, groups)" },
                 { "groups:\n  a:\n    bandwidth: 1%\n    perod: 1ms\n", 1,
                   "t.yaml:4:5: groups.a.perod: unknown key (expected one of: runtime, period, bandwidth, fork, "
                   "threads, min-split-runtime, users, cgroup, placement, groups)" },
@@ -1339,8 +1340,14 @@ Test(conf, partitions_and_placement) {
         cr_assert_eq(conf_placement_of(c, "audio/nope"), CONF_PLACEMENT_UNSET);
         conf_free(c);
 
+        c = parse_ok("partition-shared-cpus: \"1\"\npartitions:\n  rt0: {cpus: 2}\n  rt1: {cpus: 3}\n");
+        cr_assert_str_eq(cpu_mask_format(&c->partition_shared, buf, sizeof buf), "1");
+        cr_assert_eq(c->n_partitions, 2);
+        conf_free(c);
+
         c = parse_ok("partitions:\n");
         cr_assert_eq(c->n_partitions, 0);
+        cr_assert(cpu_mask_empty(&c->partition_shared), "no shared CPU unless configured");
         cr_assert_eq(c->placement, CONF_PLACEMENT_GLOBAL, "the shipped default is global");
         cr_assert_str_eq(conf_placement_to_string(CONF_PLACEMENT_PARTITIONED), "partitioned");
         cr_assert_null(conf_placement_to_string(CONF_PLACEMENT_UNSET));
@@ -1378,6 +1385,17 @@ Test(conf, partition_errors) {
                   "CPU" },
                 { "partitions:\n  rt0: {cpus: 1}\n  rt0: {cpus: 2}\n", 1,
                   "t.yaml:3:3: partitions.rt0: duplicate key \"rt0\" (first given at 2:3)" },
+                { "partition-shared-cpus: \"1-2\"\npartitions:\n  rt0: {cpus: 2}\n", 1,
+                  "t.yaml:1:24: partition-shared-cpus: CPU 2 is in partition \"rt0\" (3:3) too: the shared CPUs are "
+                  "in no partition" },
+                { "partitions:\n  rt0: {cpus: 2}\npartition-shared-cpus: 2\n", 1,
+                  "t.yaml:3:24: partition-shared-cpus: CPU 2 is in partition \"rt0\" (2:3) too: the shared CPUs are "
+                  "in no partition" },
+                { "partition-shared-cpus: \"\"\n", 1, "t.yaml:1:24: partition-shared-cpus: names no CPU" },
+                { "partition-shared-cpus: x\n", 1,
+                  "t.yaml:1:24: partition-shared-cpus: \"x\" is not a CPU list (write it as 1 or 2-3,5)" },
+                { "partition-shared-cpus: [1]\n", 1,
+                  "t.yaml:1:24: partition-shared-cpus: expected a CPU list such as \"1\", not a sequence" },
         };
 
         check_errors(cases, ELEMENTSOF(cases));

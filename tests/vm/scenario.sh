@@ -749,8 +749,9 @@ fi
 # edfd restarted with edfd-vm-partitions.yaml: partitions rt0, rt1, rt2 on CPUs 1, 2, 3 (the root
 # cgroup keeps CPU 0) and the group rt of partitioned placement. The workloads are periodic
 # processes (tests/bench/periodic: 1 ms of work every 10 ms, so they wake after a move) admitted at
-# 5.8ms/10ms, 58% of a CPU that admits 95% (6.1: no fair server). Ends with edfd's first
-# configuration again, which removes the partitions.
+# 5.8ms/10ms, 58% of a CPU that admits 95% (6.1: no fair server). Then the same with
+# partition-shared-cpus "1" and partitions on CPUs 2 and 3. Ends with edfd's first configuration
+# again, which removes the partitions.
 
 periodic=/usr/local/libexec/edfd-vm/periodic
 conf=/etc/edfd/edfd.yaml
@@ -824,6 +825,12 @@ else
                         "edfd $(edfd_state)" "$out" "$(jsince | tail -12)" "$st" "$(part_states 2>&1)"
         fi
         diag "$(part_states 2>&1)" "$(jsince | grep -i partition | head -5)"
+        if jsince | grep -q "Partitions: edfd-partitions keeps no CPU of its own (partition-shared-cpus: is not set)"; then
+                pass "edfd warns at start that edfd-partitions keeps no CPU of its own (the kernel 6.1 fault below)"
+        else
+                fail "edfd warns at start that edfd-partitions keeps no CPU of its own (the kernel 6.1 fault below)" \
+                        "$(jsince | grep -i partition | head -8)"
+        fi
         if grep -q "Placement: partitioned" <<<"$st" &&
            grep -Eq "Partitions: rt0 cpu1: 95% capacity, 0% allocated, 95% free, 0 reservations" <<<"$st" &&
            grep -Eq "^ +rt1 cpu2: 95% capacity, 0% allocated, 95% free, 0 reservations" <<<"$st" &&
@@ -923,11 +930,7 @@ else
                         "admit d: $outd" "$(placement $c $d)"
         fi
 
-        # rt1's changes above rebuilt the root domains. Seen on 6.1: with edfd-partitions left
-        # without a CPU of its own, the rebuild (rebuild_root_domains() skips a cpuset with no
-        # effective CPU, and so its children) re-adds no partition's deadline tasks, and the kernel
-        # then admits 40% more beside the 58% it no longer counts.
-        # Kernel 6.1: rebuild_root_domains() skips a cpuset without effective CPUs and its children,
+        # rt1's changes above rebuilt the root domains. Kernel 6.1: rebuild_root_domains() skips a cpuset without effective CPUs and its children,
         # and edfd-partitions has none here (the partitions take CPUs 1-3): rt0's deadline thread is
         # not added back to its rebuilt root domain, and the kernel admits beside it again.
         kernel_refuses "after rt1's changes rebuilt the root domains" known \
@@ -1087,6 +1090,63 @@ else
         else
                 fail "every partitioned reservation released: SCHED_OTHER, out of edfd-partitions, edfctl list empty" "$bad" "$(edfctl list 2>&1)"
         fi
+        # --- partition-shared-cpus: edfd-partitions keeps CPU 1, and the kernel keeps counting ---
+        # The same configuration with partitions rt0 and rt1 on CPUs 2 and 3 and CPU 1 kept for the
+        # moved processes' other threads; the layout changes at the restart (every partition empty).
+        sed -e 's/^  rt0: { cpus: "1" }$/  rt0: { cpus: "2" }/' -e 's/^  rt1: { cpus: "2" }$/  rt1: { cpus: "3" }/' \
+                -e '/^  rt2: { cpus: "3" }$/d' -e 's/^partitions:$/partition-shared-cpus: "1"\npartitions:/' \
+                /usr/local/share/edfd-vm/edfd-partitions.yaml >$conf
+        jmark
+        out=$(restart_edfd)
+        if edfd_active && [ "$(cat $pdir/cpuset.cpus.effective 2>/dev/null)" = 1 ] && [ ! -d $pdir/rt2 ] &&
+           [ "$(cat $pdir/rt0/cpuset.cpus $pdir/rt1/cpuset.cpus 2>/dev/null | tr '\n' ' ')" = "2 3 " ] &&
+           [ "$(cat $pdir/rt0/cpuset.cpus.partition $pdir/rt1/cpuset.cpus.partition 2>/dev/null | tr '\n' ' ')" = "root root " ] &&
+           [ "$(cat /sys/fs/cgroup/cpuset.cpus.effective)" = 0 ] && ! jsince | grep -q "keeps no CPU of its own"; then
+                pass "partition-shared-cpus \"1\": at the restart edfd-partitions keeps CPU 1, rt0 and rt1 on CPUs 2 and 3, rt2 gone, no warning"
+        else
+                fail "partition-shared-cpus \"1\": at the restart edfd-partitions keeps CPU 1, rt0 and rt1 on CPUs 2 and 3, rt2 gone, no warning" \
+                        "edfd $(edfd_state)" "$out" "$(part_states 2>&1)" "shared: $(cat $pdir/cpuset.cpus.effective 2>&1)" "$(jsince | tail -8)"
+        fi
+        spawn_periodic; e=$sp
+        sleep 0.3
+        oute=$(edfctl admit -g rt -T 5.8ms -P 10ms -p $e 2>&1)
+        if [ "$(allowed $e) $(cpu_of $e)" = "2 2" ] && is_deadline $e &&
+           [ "$(cat $pdir/rt0/cgroup.threads 2>/dev/null)" = $e ]; then
+                pass "with a shared CPU: a 58% is admitted on cpu2 (its thread in rt0, Cpus_allowed_list 2)"
+        else
+                fail "with a shared CPU: a 58% is admitted on cpu2 (its thread in rt0, Cpus_allowed_list 2)" "admit: $oute" \
+                        "$(placement $e)" "rt0 threads: $(cat $pdir/rt0/cgroup.threads 2>&1)" "$(jsince | tail -6)"
+        fi
+        # The rebuild that made 6.1 forget rt0's bandwidth above: rt1 made a member and a root again.
+        echo member >$pdir/rt1/cpuset.cpus.partition
+        sleep 0.5
+        echo root >$pdir/rt1/cpuset.cpus.partition
+        sleep 0.5
+        mkfifo /run/edfd-vm-go4
+        sh -c 'read x </run/edfd-vm-go4; exec sleep 1000' &
+        hk=$!
+        bg+=($hk)
+        mv=$( (echo $hk >$pdir/rt0/cgroup.procs) 2>&1; echo "exit $?")
+        echo go >/run/edfd-vm-go4
+        wait_until 50 comm_is $hk sleep
+        k=$(chrt -d --sched-runtime 4000000 --sched-deadline 10000000 --sched-period 10000000 -p 0 $hk 2>&1; echo "exit $?")
+        if [ "$(allowed $hk)" = 2 ] && [[ $k == *"busy"* ]] && ! is_deadline $hk; then
+                pass "with a shared CPU, after a root-domain rebuild: the kernel still counts rt0's 58% and refuses 40% more (EBUSY)"
+        else
+                fail "with a shared CPU, after a root-domain rebuild: the kernel still counts rt0's 58% and refuses 40% more (EBUSY)" \
+                        "move: $mv; Cpus_allowed_list $(allowed $hk)" "chrt: $k" "$(policy_of $hk)" "$(part_states 2>&1)"
+                chrt -o -p 0 $hk 2>/dev/null
+        fi
+        echo $hk >/sys/fs/cgroup$mycg/cgroup.procs 2>/dev/null
+        kill $hk 2>/dev/null
+        rm -f /run/edfd-vm-go4
+        edfctl release -p $e >/dev/null 2>&1
+        if is_other $e && [ "$(cgroup_of $e)" = "$mycg" ]; then
+                pass "with a shared CPU: the release puts the process back in its own cgroup as SCHED_OTHER"
+        else
+                fail "with a shared CPU: the release puts the process back in its own cgroup as SCHED_OTHER" "$(placement $e)"
+        fi
+
         for p in "${pbg[@]}"; do kill -KILL $p 2>/dev/null; done
         cp /run/edfd-vm-global.yaml $conf
         jmark
