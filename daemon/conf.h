@@ -21,13 +21,14 @@
 
 #include "basic/cpulist.h"
 #include "core/params.h"
+#include "core/placement.h"
 #include "core/tree.h"
 
 /* The default of `min-split-runtime`. Without HRTICK (off in every distribution kernel) the kernel
  * enforces runtime only at the scheduler tick (1-4 ms), and a budget is always overrun by the
  * cost of the switch itself: a split that leaves a child less than half a millisecond gives it a
  * reservation that is mostly rounding noise. 500us still lets a 1 ms audio thread split once. */
-#define CONF_MIN_SPLIT_RUNTIME_DEFAULT (500 * NSEC_PER_USEC)
+#define CONF_MIN_SPLIT_RUNTIME_DEFAULT PLACE_SPLIT_MIN_STAGE_DEFAULT
 
 /* The default of `cgroup-root`: a direct child of the cgroup v2 root, not anything below
  * system.slice. Under systemd the service's own cgroup (system.slice/edfd.service) is removed

@@ -461,7 +461,13 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
         r = cpu_views(m, &cpus, &sets, &nv);
         if (r < 0)
                 return op_errno(e, r, "placement");
-        r = nv > 0 ? place_split(cpus, nv, &p, PLACE_FIT_BEST, &sp) : -ENOSPC;
+        if (p.runtime / 2 < MAX(g->min_split_runtime, DL_RUNTIME_MIN)) {
+                char a[DURATION_MAX], b[DURATION_MAX];
+                return op_fail(e, OP_INVALID, "%s: a split leaves each stage at least min-split-runtime (%s): a runtime of %s "
+                               "cannot be split", g->path, duration_format(MAX(g->min_split_runtime, DL_RUNTIME_MIN), a),
+                               duration_format(p.runtime, b));
+        }
+        r = nv > 0 ? place_split(cpus, nv, &p, PLACE_FIT_BEST, g->min_split_runtime, &sp) : -ENOSPC;
         if (r == 0) {
                 sp.index_a = cpus[sp.index_a].id;
                 sp.index_b = cpus[sp.index_b].id;
@@ -545,7 +551,7 @@ int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, Pl
                         snprintf(why, sizeof why, "every partition is invalid (%s)", place_note(m));
                 else
                         place_format_refusal(cpus, nv, p, verdicts, why, sizeof why);
-                if (may_split && nv >= 2 && place_split(cpus, nv, p, PLACE_FIT_BEST, &sp) == 0) {
+                if (may_split && nv >= 2 && place_split(cpus, nv, p, PLACE_FIT_BEST, g->min_split_runtime, &sp) == 0) {
                         *ret = (PlanEntry) { .outcome = PLAN_SPLIT, .cpu = cpus[sp.index_a].id, .cpu_b = cpus[sp.index_b].id,
                                              .stage1 = sp.stage1, .stage2 = sp.stage2, .verdict = sp.verdict_b };
                         *ret_partitioned = true;

@@ -151,7 +151,8 @@ static int largest_stage1(const PlaceCpu *cpu, uint64_t period, uint64_t hi, uin
         return 0;
 }
 
-int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceFit fit, PlaceSplit *ret) {
+int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceFit fit, uint64_t min_stage,
+                PlaceSplit *ret) {
         _cleanup_free_ uint64_t *c1 = NULL;
         _cleanup_free_ EdfVerdict *va = NULL;
         _cleanup_free_ size_t *order = NULL;
@@ -159,7 +160,8 @@ int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceF
 
         if (n_cpus == 0 || !req_valid(req) || (unsigned) fit >= _PLACE_FIT_MAX)
                 return -EINVAL;
-        if (n_cpus < 2 || req->runtime < 2 * DL_RUNTIME_MIN)
+        min_stage = MAX(min_stage, DL_RUNTIME_MIN);
+        if (n_cpus < 2 || req->runtime / 2 < min_stage)
                 return -ENOSPC;
         c1 = calloc(n_cpus, sizeof(*c1));
         va = calloc(n_cpus, sizeof(*va));
@@ -168,7 +170,7 @@ int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceF
                 return -ENOMEM;
 
         for (size_t i = 0; i < n_cpus; i++) {
-                r = largest_stage1(&cpus[i], req->period, req->runtime - DL_RUNTIME_MIN, &c1[i], &va[i]);
+                r = largest_stage1(&cpus[i], req->period, req->runtime - min_stage, &c1[i], &va[i]);
                 if (r < 0)
                         return r;
         }
@@ -185,7 +187,7 @@ int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceF
                 size_t a = order[k], b;
                 DlParams s2;
 
-                if (c1[a] == 0)
+                if (c1[a] < min_stage) /* in descending order: no CPU further on takes a stage 1 */
                         break;
                 s2 = (DlParams) { .runtime = req->runtime - c1[a], .deadline = req->deadline - c1[a], .period = req->period };
                 r = choose(cpus, n_cpus, &s2, fit, a, &b, NULL);

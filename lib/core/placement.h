@@ -64,9 +64,16 @@ typedef struct PlaceSplit {
         EdfVerdict verdict_a, verdict_b;
 } PlaceSplit;
 
-/* Split req over two CPUs. Returns 0 with *ret; -ENOSPC when no pair of CPUs takes it (fewer than
- * two CPUs, or no CPU can take even the smallest stage); -EINVAL, -E2BIG, -ERANGE as above. */
-int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceFit fit, PlaceSplit *ret);
+/* The least runtime a split leaves either stage unless told otherwise: min-split-runtime's default
+ * (a stage of a few microseconds would be all overhead: the switch alone costs tens). */
+#define PLACE_SPLIT_MIN_STAGE_DEFAULT (500 * NSEC_PER_USEC)
+
+/* Split req over two CPUs, each stage at least min_stage of runtime (DL_RUNTIME_MIN at least).
+ * Returns 0 with *ret; -ENOSPC when no pair of CPUs takes it (fewer than two CPUs, a runtime
+ * below 2 x min_stage, or no CPU can take a stage 1 of min_stage with a stage 2 of at least
+ * min_stage left for another); -EINVAL, -E2BIG, -ERANGE as above. */
+int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceFit fit, uint64_t min_stage,
+                PlaceSplit *ret);
 
 /* The refusal, for a request no CPU takes, from place_choose()'s verdicts:
  * "no CPU can take 58%: cpu0 32% left, cpu1 32% left", and for a CPU whose cap holds but whose

@@ -76,7 +76,7 @@ int plan_run(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *s
                         r = 0;
                         continue;
                 }
-                r = place_split(v, ncpus, &tasks[i].params, fit, &sp);
+                r = place_split(v, ncpus, &tasks[i].params, fit, PLACE_SPLIT_MIN_STAGE_DEFAULT, &sp);
                 if (r == -ENOSPC) {
                         size_t len = strlen(e->reason);
                         snprintf(e->reason + len, sizeof(e->reason) - len, "; no two CPUs can take it split either");

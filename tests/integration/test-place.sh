@@ -241,6 +241,15 @@ check "a split with a thread of another process is refused" test "$rc: $out" = "
 out=$("$edfctl" admit -g rt -T 1ms -P 10ms -p "$c" --split "$c" 2>&1); rc=$?
 check "a split with the same thread twice is refused" grep -q "two different threads" <<<"$out"
 check "release the split's process" "$edfctl" release -p "$e"
+# A job that fits one CPU whole, split on request: stage 2 keeps min-split-runtime (500us here).
+out=$("$edfctl" admit -g rt -T 1ms -P 10ms -p "$e" --split "$e2" 2>&1); rc=$?
+check "a split of a job that fits whole leaves stage 2 min-split-runtime, not a microsecond" \
+        bash -c 'grep -Eq "^[0-9]+ stage 1: 500us within 500us on cpu0$" <<<"$1" && grep -Eq "^[0-9]+ stage 2: 500us within 9\.5ms on cpu1, released 500us after stage 1$" <<<"$1"' _ "$out"
+check "release it" "$edfctl" release -p "$e"
+before=$("$edfctl" list 2>&1)
+out=$("$edfctl" admit -g rt -T 900us -P 10ms -p "$e" --split "$e2" 2>&1); rc=$?
+check "a split below twice min-split-runtime is refused with the reason, exit 2, nothing admitted" \
+        test "$rc: $out: $("$edfctl" list 2>&1)" = "2: edfctl: invalid parameters: rt: a split leaves each stage at least min-split-runtime (500us): a runtime of 900us cannot be split: $before"
 out=$("$split_periodic" --group rt --runtime 5.8ms --period 10ms --work 2ms --duration 1s 2>&1); rc=$?
 check "split-periodic, the example, admits itself in two stages and runs" \
         grep -Eq "stage 1 3\.2ms within 3\.2ms on cpu0 .* stage 2 2\.6ms within 6\.8ms on cpu1" <<<"$out"

@@ -76,7 +76,7 @@ Test(placement, seed_case_split_admits_the_third) {
         EdfVerdict check;
 
         view(cpus, 2, v, &s);
-        cr_assert_eq(place_split(v, 2, &t, PLACE_FIT_BEST, &sp), 0);
+        cr_assert_eq(place_split(v, 2, &t, PLACE_FIT_BEST, DL_RUNTIME_MIN, &sp), 0);
         cr_assert_eq(sp.index_a, 0);
         cr_assert_eq(sp.index_b, 1);
         /* Stage 1 takes what cpu0's cap leaves: 32% of 10 ms, rounded down to a microsecond. */
@@ -107,11 +107,46 @@ Test(placement, split_needs_two_cpus_and_room) {
         PlaceSplit sp;
 
         view(cpus, 2, v, &s);
-        cr_assert_eq(place_split(v, 1, &t, PLACE_FIT_BEST, &sp), -ENOSPC);
-        cr_assert_eq(place_split(v, 2, &t, PLACE_FIT_BEST, &sp), -ENOSPC, "10%% + 10%% left cannot hold 50%%");
-        cr_assert_eq(place_split(v, 0, &t, PLACE_FIT_BEST, &sp), -EINVAL);
+        cr_assert_eq(place_split(v, 1, &t, PLACE_FIT_BEST, DL_RUNTIME_MIN, &sp), -ENOSPC);
+        cr_assert_eq(place_split(v, 2, &t, PLACE_FIT_BEST, DL_RUNTIME_MIN, &sp), -ENOSPC, "10%% + 10%% left cannot hold 50%%");
+        cr_assert_eq(place_split(v, 0, &t, PLACE_FIT_BEST, DL_RUNTIME_MIN, &sp), -EINVAL);
         t.runtime = 11 * MS;
-        cr_assert_eq(place_split(v, 2, &t, PLACE_FIT_BEST, &sp), -EINVAL);
+        cr_assert_eq(place_split(v, 2, &t, PLACE_FIT_BEST, DL_RUNTIME_MIN, &sp), -EINVAL);
+}
+
+/* A split leaves each stage at least min_stage: a job that fits one CPU whole gives stage 2 the
+ * minimum (not DL_RUNTIME_MIN's 1 us), and one below twice the minimum is not split. */
+Test(placement, split_stages_keep_the_minimum) {
+        Cpu cpus[2] = { { .n = 0 }, { .n = 0 } };
+        DlParams t = T3(2 * MS, 10 * MS, 10 * MS);
+        EdfSupply s = host_supply();
+        PlaceCpu v[2];
+        PlaceSplit sp;
+
+        view(cpus, 2, v, &s);
+        cr_assert_eq(place_split(v, 2, &t, PLACE_FIT_BEST, 500 * US, &sp), 0);
+        cr_assert_eq(sp.stage1.runtime, 1500 * US, "C1 = %" PRIu64, sp.stage1.runtime);
+        cr_assert_eq(sp.stage2.runtime, 500 * US, "C2 = %" PRIu64, sp.stage2.runtime);
+        cr_assert_eq(sp.stage2.deadline, 10 * MS - 1500 * US);
+        cr_assert_eq(place_split(v, 2, &t, PLACE_FIT_BEST, 0, &sp), 0, "0 means DL_RUNTIME_MIN");
+        cr_assert_eq(sp.stage2.runtime, 2 * MS - sp.stage1.runtime);
+        cr_assert_geq(sp.stage2.runtime, DL_RUNTIME_MIN);
+        cr_assert_eq(place_split(v, 2, &t, PLACE_FIT_BEST, 1 * MS, &sp), 0, "exactly half and half");
+        cr_assert_eq(sp.stage1.runtime, 1 * MS);
+        cr_assert_eq(sp.stage2.runtime, 1 * MS);
+        cr_assert_eq(place_split(v, 2, &t, PLACE_FIT_BEST, 1 * MS + 1, &sp), -ENOSPC, "below twice the minimum");
+
+        /* Each CPU can take a stage 1 of 400 us at most: below the minimum, no split. */
+        Cpu busy[2] = { { .tasks = { T3(8600 * US, 10 * MS, 10 * MS) }, .n = 1 },
+                        { .tasks = { T3(8600 * US, 10 * MS, 10 * MS) }, .n = 1 } };
+        DlParams u = T3(1200 * US, 10 * MS, 10 * MS);
+        view(busy, 2, v, &s);
+        cr_assert_eq(place_split(v, 2, &u, PLACE_FIT_BEST, 500 * US, &sp), -ENOSPC);
+        cr_assert_eq(place_split(v, 2, &u, PLACE_FIT_BEST, 300 * US, &sp), -ENOSPC, "nor a stage 2 of 800 us in 4%%");
+        u = T3(600 * US, 10 * MS, 10 * MS);
+        cr_assert_eq(place_split(v, 2, &u, PLACE_FIT_BEST, 200 * US, &sp), 0, "400 us + 200 us fit the 4%% each has");
+        cr_assert_eq(sp.stage1.runtime, 400 * US);
+        cr_assert_eq(sp.stage2.runtime, 200 * US);
 }
 
 Test(placement, fits) {
@@ -213,7 +248,7 @@ Test(placement, random_placements_keep_every_cpu_schedulable) {
                         if (place_choose(v, 4, &t, fit, &at, NULL) == 0) {
                                 cpus[at].tasks[cpus[at].n++] = t;
                                 placed++;
-                        } else if (place_split(v, 4, &t, fit, &sp) == 0) {
+                        } else if (place_split(v, 4, &t, fit, DL_RUNTIME_MIN, &sp) == 0) {
                                 cr_assert_neq(sp.index_a, sp.index_b);
                                 cr_assert_eq(sp.stage1.runtime + sp.stage2.runtime, t.runtime);
                                 cr_assert_eq(sp.stage1.runtime + sp.stage2.deadline, t.deadline);
