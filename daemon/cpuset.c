@@ -1215,6 +1215,21 @@ int cpusets_move_in(Cpusets *c, const char *name, pid_t pid, pid_t tid) {
         return cpusets_move_thread(c, name, tid);
 }
 
+const char *cpusets_origin_at(const Cpusets *c, size_t i, pid_t *ret_pid) {
+        if (!c || i >= c->n_origins)
+                return NULL;
+        *ret_pid = c->origins[i].pid;
+        return c->origins[i].path;
+}
+
+int cpusets_origin_restore(Cpusets *c, pid_t pid, const char *path) {
+        if (pid <= 0 || !path || path[0] != '/')
+                return -EINVAL;
+        if (origin_find(c, pid))
+                return 0;
+        return origin_remember(c, pid, path);
+}
+
 int cpusets_orphans(Cpusets *c, CpusetOrphan **ret, size_t *ret_n) {
         CpusetOrphan *o = NULL;
         size_t n = 0;

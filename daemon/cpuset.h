@@ -151,6 +151,13 @@ typedef struct CpusetOrphan {
 /* Every such process now (a new array, the caller's; NULL with 0 when none); forgets the origins
  * of processes that have ended or left edfd-partitions. Returns 0 or -ENOMEM. */
 int cpusets_orphans(Cpusets *c, CpusetOrphan **ret, size_t *ret_n);
+/* v2: the cgroups processes moved in came from, as cpusets_move_in() remembered them: the i-th
+ * (pid in *ret_pid), or NULL past the last. For the state journal, which keeps them over a
+ * restart. */
+const char *cpusets_origin_at(const Cpusets *c, size_t i, pid_t *ret_pid);
+/* v2: remember again that process pid came from path (a cgroup path below the mount, from the
+ * state journal after a restart), unless it is remembered already. Returns 0, -EINVAL, -ENOMEM. */
+int cpusets_origin_restore(Cpusets *c, pid_t pid, const char *path);
 /* Move thread tid (v1) or process tid (v2) out of the partitions: v1 to the root cpuset; v2 back to
  * the cgroup it came from (cpusets_move_in(), same edfd), else to the root cgroup. What a released
  * thread needs before the partition it was in can be removed. Returns 0 or -errno. */

@@ -165,7 +165,8 @@ static int collect_records(const Tree *t, StateRecord **ret, size_t *ret_n) {
 int snapshot(Manager *m, bool with_overrides) {
         _cleanup_free_ StateRecord *recs = NULL;
         _cleanup_free_ StateGroup *groups = NULL;
-        size_t nr, ng;
+        _cleanup_free_ StateOrigin *origins = NULL;
+        size_t nr, ng, no;
         int r;
 
         r = collect_records(m->tree, &recs, &nr);
@@ -174,7 +175,10 @@ int snapshot(Manager *m, bool with_overrides) {
         r = collect_groups(m->tree, with_overrides, &groups, &ng);
         if (r < 0)
                 return r;
-        return state_rewrite(m->state, recs, nr, groups, ng, m->tree->next_id);
+        r = place_origins(m, &origins, &no);
+        if (r < 0)
+                return r;
+        return state_rewrite(m->state, recs, nr, groups, ng, origins, no, m->tree->next_id);
 }
 
 void maybe_compact(Manager *m) {

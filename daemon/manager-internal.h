@@ -111,6 +111,12 @@ int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError 
 /* After EPERM from sched_setattr of a thread just moved to cpu: wait (up to 200 ms) until it has
  * run there. True if it has (worth asking the kernel again). */
 bool place_wait_ran(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid);
+/* v2: where the processes the partitions hold came from (the adapter remembers them), for the
+ * state's rewrite; paths too long for the journal are left out. Returns 0 or -ENOMEM. */
+int place_origins(const Manager *m, StateOrigin **ret, size_t *ret_n);
+/* v2, at start after adopt(): remember again where each process that holds a partitioned
+ * reservation came from (the state's origins). */
+void place_restore_origins(Manager *m, const StateOrigin *origins, size_t n);
 /* Move a released thread (v2: its process) back out of the partitions; a failure is logged. */
 void place_move_out(Manager *m, uint32_t pid, uint32_t tid);
 

@@ -375,19 +375,81 @@ static uint64_t mono_ns(void) {
         return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
 }
 
+/* v2: the cgroup process pid came from, as the adapter remembers it, or NULL. */
+static const char *origin_of(const Manager *m, uint32_t pid) {
+        const char *path;
+        pid_t p;
+
+        for (size_t i = 0; (path = cpusets_origin_at(m->place.cpusets, i, &p)); i++)
+                if (p == (pid_t) pid)
+                        return path;
+        return NULL;
+}
+
 int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError *e) {
         const char *name = place_cpu_name(m, cpu);
         int r;
 
         if (!name)
                 return op_fail(e, OP_REFUSED, "cpu%" PRIu32 " is in no partition of edfd's", cpu);
+        bool known = origin_of(m, pid) != NULL;
+
         /* v2: the process enters edfd-partitions once (a second admitted thread of it must not pull
          * the first back out of its partition), whole into this partition where edfd-partitions has
          * no CPU of its own; then the thread. */
         r = cpusets_move_in(m->place.cpusets, name, (pid_t) pid, (pid_t) tid);
         if (r < 0)
                 return op_errno(e, r, "moving the thread into its CPU's partition");
+        /* Where it came from, in the journal: a restarted edfd still puts it back there. */
+        const char *origin = known ? NULL : origin_of(m, pid);
+        if (origin) {
+                r = state_write_origin(m->state, pid, origin);
+                if (r == -ENAMETOOLONG)
+                        log_notice("Process %" PRIu32 " came from a cgroup whose path is too long to keep over a "
+                                   "restart (%s): after one, its release puts it in the root cgroup", pid, origin);
+                else if (r < 0)
+                        log_warning("Cannot record where process %" PRIu32 " came from (%s): %s", pid, origin,
+                                    strerror(-r));
+        }
         return 0;
+}
+
+int place_origins(const Manager *m, StateOrigin **ret, size_t *ret_n) {
+        StateOrigin *v = NULL;
+        const char *path;
+        size_t n = 0;
+        pid_t pid;
+
+        for (size_t i = 0; (path = cpusets_origin_at(m->place.cpusets, i, &pid)); i++) {
+                StateOrigin *t;
+
+                if (strlen(path) > STATE_ORIGIN_MAX)
+                        continue; /* never written either (state_write_origin()) */
+                t = reallocarray(v, n + 1, sizeof(*v));
+                if (!t) {
+                        free(v);
+                        return -ENOMEM;
+                }
+                v = t;
+                v[n] = (StateOrigin) { .pid = (uint32_t) pid };
+                snprintf(v[n].path, sizeof v[n].path, "%s", path);
+                n++;
+        }
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+void place_restore_origins(Manager *m, const StateOrigin *origins, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                bool held = false;
+
+                for (const Reservation *res = reservation_next(m->tree, NULL); res && !held;
+                     res = reservation_next(m->tree, res))
+                        held = res->partitioned && res->pid == origins[i].pid;
+                if (held && cpusets_origin_restore(m->place.cpusets, (pid_t) origins[i].pid, origins[i].path) < 0)
+                        log_warning("Cannot remember where process %" PRIu32 " came from", origins[i].pid);
+        }
 }
 
 bool place_wait_ran(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid) {

@@ -427,6 +427,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
         place_setup(m);
         procs_open(m);
         adopt(m, &loaded);
+        place_restore_origins(m, loaded.origins, loaded.n_origins);
         state_loaded_done(&loaded);
         /* Children born while edfd was down (since the state was last written) were not raised. */
         count_unseen_children(m, down_since);

@@ -350,8 +350,78 @@ bool state_wants_rewrite(const State *s, size_t live) {
         return s->n_lines > 1024 + 2 * live;
 }
 
+/* --- origins (P records) --- */
+
+static bool origin_plain(unsigned char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("/._@+:=,~-", c);
+}
+
+/* "P pid ESCAPED" into buf (STATE_LINE_MAX). -EINVAL, -ENAMETOOLONG as state_write_origin(). */
+static int format_origin(char *buf, uint32_t pid, const char *path) {
+        static const char hex[] = "0123456789ABCDEF";
+        char esc[STATE_ORIGIN_MAX + 1];
+        size_t n = 0;
+
+        if (!path || path[0] != '/')
+                return -EINVAL;
+        for (const unsigned char *p = (const unsigned char *) path; *p; p++) {
+                if (origin_plain(*p)) {
+                        if (n + 1 > STATE_ORIGIN_MAX)
+                                return -ENAMETOOLONG;
+                        esc[n++] = (char) *p;
+                } else {
+                        if (n + 3 > STATE_ORIGIN_MAX)
+                                return -ENAMETOOLONG;
+                        esc[n++] = '%';
+                        esc[n++] = hex[*p >> 4];
+                        esc[n++] = hex[*p & 15];
+                }
+        }
+        esc[n] = '\0';
+        snprintf(buf, STATE_LINE_MAX, "P %" PRIu32 " %s", pid, esc);
+        return 0;
+}
+
+_Static_assert(STATE_ORIGIN_MAX + 24 <= STATE_LINE_MAX, "an origin record must fit a journal line");
+
+static int unhex(char c) {
+        return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* The escaped form back; -EINVAL for anything format_origin() would not have written. */
+static int parse_origin(const char *esc, char *ret, size_t size) {
+        size_t n = 0;
+
+        if (esc[0] != '/' || strlen(esc) > STATE_ORIGIN_MAX)
+                return -EINVAL;
+        for (const char *p = esc; *p; p++) {
+                int c = (unsigned char) *p;
+
+                if (c == '%') {
+                        int hi = unhex(p[1]), lo = hi < 0 ? -1 : unhex(p[2]);
+                        if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+                                return -EINVAL;
+                        c = hi * 16 + lo;
+                        p += 2;
+                } else if (!origin_plain((unsigned char) c))
+                        return -EINVAL;
+                if (n + 1 >= size)
+                        return -EINVAL;
+                ret[n++] = (char) c;
+        }
+        ret[n] = '\0';
+        return 0;
+}
+
+int state_write_origin(State *s, uint32_t pid, const char *path) {
+        char body[STATE_LINE_MAX];
+        int r = format_origin(body, pid, path);
+
+        return r < 0 ? r : append_line(s, body);
+}
+
 int state_rewrite(State *s, const StateRecord *records, size_t n_records, const StateGroup *groups,
-                  size_t n_groups, uint64_t next_id) {
+                  size_t n_groups, const StateOrigin *origins, size_t n_origins, uint64_t next_id) {
         _cleanup_free_ char *tmp = NULL;
         FILE *f;
         int fd, r = 0;
@@ -377,6 +447,11 @@ int state_rewrite(State *s, const StateRecord *records, size_t n_records, const 
                 char body[STATE_LINE_MAX];
                 format_record(body, 'A', &records[i]);
                 fprintf(f, "%s #%08" PRIx32 "\n", body, line_sum(body, strlen(body)));
+        }
+        for (size_t i = 0; i < n_origins; i++) {
+                char body[STATE_LINE_MAX];
+                if (format_origin(body, origins[i].pid, origins[i].path) == 0)
+                        fprintf(f, "%s #%08" PRIx32 "\n", body, line_sum(body, strlen(body)));
         }
         if (fflush(f) != 0 || fsync(fileno(f)) < 0)
                 r = -errno;
@@ -430,6 +505,8 @@ typedef struct Loader {
         size_t n, allocated;
         StateGroup *groups;
         size_t n_groups;
+        StateOrigin *origins;
+        size_t n_origins;
         uint64_t next_id;
 } Loader;
 
@@ -550,6 +627,25 @@ static int load_line(Loader *l, char *line, const char **ret_reason) {
                 if (n != 2 || !group_path_valid(f[1]))
                         return *ret_reason = "a malformed group record", -EBADMSG;
                 return loader_group(l, f[1], true, false, 0, 0);
+        case 'P': {
+                StateOrigin o = {};
+                StateOrigin *t;
+                size_t i;
+                if (n != 3 || parse_u32(f[1], &o.pid, NULL) < 0 || o.pid == 0 ||
+                    parse_origin(f[2], o.path, sizeof o.path) < 0)
+                        return *ret_reason = "a malformed origin record", -EBADMSG;
+                for (i = 0; i < l->n_origins && l->origins[i].pid != o.pid; i++)
+                        ;
+                if (i == l->n_origins) {
+                        t = reallocarray(l->origins, l->n_origins + 1, sizeof(StateOrigin));
+                        if (!t)
+                                return -ENOMEM;
+                        l->origins = t;
+                        l->n_origins++;
+                }
+                l->origins[i] = o; /* the newest for a pid counts */
+                return 0;
+        }
         default:
                 return *ret_reason = "an unknown record", -EBADMSG;
         }
@@ -602,6 +698,7 @@ static int move_aside(State *s, StateLoaded *ret, const char *reason, unsigned l
 void state_loaded_done(StateLoaded *l) {
         free(l->entries);
         free(l->groups);
+        free(l->origins);
         free(l->corrupt_path);
         free(l->corrupt_reason);
         *l = (StateLoaded) {};
@@ -687,6 +784,7 @@ int state_load(State *s, StateLoaded *ret) {
                 free(l.entries);
                 free(l.dead);
                 free(l.groups);
+                free(l.origins);
                 s->n_lines = 0;
                 r = move_aside(s, &out, reason, lineno);
                 if (r < 0)
@@ -709,6 +807,9 @@ int state_load(State *s, StateLoaded *ret) {
         out.groups = l.groups;
         out.n_groups = l.n_groups;
         l.groups = NULL;
+        out.origins = l.origins;
+        out.n_origins = l.n_origins;
+        l.origins = NULL;
         out.next_id = l.next_id;
         hashmap_done(&l.by_id);
         free(l.entries);
@@ -730,5 +831,6 @@ fail:
         free(l.entries);
         free(l.dead);
         free(l.groups);
+        free(l.origins);
         return r;
 }

@@ -72,11 +72,23 @@ typedef struct StateGroup {
         bool override;          /* O: a configured group's bandwidth, not a dynamic group */
 } StateGroup;
 
+/* v2 partitions: the cgroup a process moved whole into edfd-partitions came from (a P record), so
+ * that after a restart a release still puts it back there and a stopped service still ends it.
+ * The path is kept escaped in the journal (every byte outside [A-Za-z0-9/._@+:=,~-] as %XX); one
+ * whose escaped form is longer than STATE_ORIGIN_MAX is not kept. */
+#define STATE_ORIGIN_MAX 400
+typedef struct StateOrigin {
+        uint32_t pid;
+        char path[STATE_ORIGIN_MAX + 1]; /* unescaped: at most as long as the escaped form */
+} StateOrigin;
+
 typedef struct StateLoaded {
         StateEntry *entries;    /* in id order */
         size_t n_entries;
         StateGroup *groups;     /* in creation order (parents before children) */
         size_t n_groups;
+        StateOrigin *origins;   /* the newest per pid, in no order: the caller keeps those of its live pids */
+        size_t n_origins;
         uint64_t next_id;
         bool torn_tail;         /* the last line was incomplete and ignored */
         char *corrupt_path;     /* set when the file was unreadable and moved here */
@@ -105,10 +117,14 @@ int state_write_reservation(State *s, bool intent, const StateRecord *r);
 int state_write_release(State *s, uint64_t id);
 int state_write_group(State *s, bool override, const char *path, uint64_t runtime, uint64_t period);
 int state_write_group_removed(State *s, const char *path);
+/* Where process pid came from (an absolute cgroup path below the mount); a newer record for the
+ * same pid replaces it. -EINVAL for a path not starting with '/', -ENAMETOOLONG when its escaped
+ * form is longer than STATE_ORIGIN_MAX (nothing written). */
+int state_write_origin(State *s, uint32_t pid, const char *path);
 
-/* Rewrite the journal as a snapshot of exactly these records and groups (atomic rename). */
+/* Rewrite the journal as a snapshot of exactly these records, groups and origins (atomic rename). */
 int state_rewrite(State *s, const StateRecord *records, size_t n_records, const StateGroup *groups,
-                  size_t n_groups, uint64_t next_id);
+                  size_t n_groups, const StateOrigin *origins, size_t n_origins, uint64_t next_id);
 /* Whether the journal has grown enough, against `live` current records, to be worth a rewrite. */
 bool state_wants_rewrite(const State *s, size_t live);
 

@@ -400,3 +400,92 @@ Test(state, the_cpu_of_a_partitioned_reservation, .init = setup_shm, .fini = tea
         state_loaded_done(&l);
         state_free(s);
 }
+
+/* Where a process moved into the v2 partitions came from: kept over a restart (P records),
+ * escaped, the newest per pid, through a rewrite; refused when too long or not absolute. */
+Test(state, origins, .init = setup_shm, .fini = teardown) {
+        StateLoaded l = {};
+        State *s = open_loaded(&l);
+        char long_path[STATE_ORIGIN_MAX + 2];
+        size_t len;
+        char *buf;
+
+        state_loaded_done(&l);
+        cr_assert_eq(state_write_origin(s, 42, "/system.slice/old.service"), 0);
+        cr_assert_eq(state_write_origin(s, 42, "/system.slice/a b#%\x01.service"), 0, "a newer one for pid 42");
+        cr_assert_eq(state_write_origin(s, 7, "/"), 0);
+        cr_assert_eq(state_write_origin(s, 8, "relative"), -EINVAL);
+        cr_assert_eq(state_write_origin(s, 8, NULL), -EINVAL);
+        memset(long_path, 'x', sizeof long_path - 1);
+        long_path[0] = '/';
+        long_path[sizeof long_path - 1] = '\0';
+        cr_assert_eq(state_write_origin(s, 9, long_path), -ENAMETOOLONG);
+        long_path[STATE_ORIGIN_MAX / 3 + 2] = '\0';
+        memset(long_path + 1, ' ', STATE_ORIGIN_MAX / 3 + 1); /* each space is %20: 3 bytes */
+        cr_assert_eq(state_write_origin(s, 9, long_path), -ENAMETOOLONG, "too long once escaped");
+        state_free(s);
+        buf = slurp(&len);
+        cr_assert(strstr(buf, "P 42 /system.slice/a%20b%23%25%01.service #"), "escaped: %s", buf);
+        cr_assert_null(strstr(buf, "P 9 "), "nothing written for what was refused: %s", buf);
+        free(buf);
+
+        s = open_loaded(&l);
+        cr_assert_eq(l.n_origins, 2);
+        for (size_t i = 0; i < l.n_origins; i++)
+                if (l.origins[i].pid == 42)
+                        cr_assert_str_eq(l.origins[i].path, "/system.slice/a b#%\x01.service");
+                else {
+                        cr_assert_eq(l.origins[i].pid, 7);
+                        cr_assert_str_eq(l.origins[i].path, "/");
+                }
+        /* A rewrite keeps what it is given, and only that. */
+        StateOrigin keep = { .pid = 42 };
+        snprintf(keep.path, sizeof keep.path, "%s", "/u s");
+        cr_assert_eq(state_rewrite(s, NULL, 0, NULL, 0, &keep, 1, l.next_id), 0);
+        state_loaded_done(&l);
+        state_free(s);
+        s = open_loaded(&l);
+        cr_assert_eq(l.n_origins, 1);
+        cr_assert_eq(l.origins[0].pid, 42);
+        cr_assert_str_eq(l.origins[0].path, "/u s");
+        state_loaded_done(&l);
+        state_free(s);
+}
+
+/* FNV-1a, as the journal's checksum: to write a line the loader reads as intact. */
+static uint32_t fnv(const char *s) {
+        uint32_t h = UINT32_C(2166136261);
+
+        for (; *s; s++) {
+                h ^= (unsigned char) *s;
+                h *= UINT32_C(16777619);
+        }
+        return h;
+}
+
+Test(state, a_malformed_origin_is_corrupt, .init = setup_shm, .fini = teardown) {
+        static const char *const bad[] = { "P 0 /x", "P 5 x", "P 5 /a%2", "P 5 /a%00", "P 5 /a%zz", "P 5 /a b",
+                                           "P 5", "P x /a", "P 5 /a\x7f" };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                StateLoaded l = {};
+                State *s = open_loaded(&l);
+                FILE *f;
+
+                state_loaded_done(&l);
+                state_free(s);
+                f = fopen(path, "we");
+                cr_assert(f);
+                fprintf(f, "edfd-state 1 next=1\n%s #%08" PRIx32 "\n", bad[i], fnv(bad[i]));
+                fclose(f);
+                cr_assert_eq(state_open(&s, dir), 0);
+                cr_assert_eq(state_load(s, &l), 0);
+                cr_assert_not_null(l.corrupt_path, "accepted: %s", bad[i]);
+                cr_assert(strstr(l.corrupt_reason, "origin") || strstr(l.corrupt_reason, "unknown"), "%s: %s", bad[i],
+                          l.corrupt_reason);
+                cr_assert_eq(l.n_origins, 0);
+                state_loaded_done(&l);
+                state_free(s);
+                unlink(l.corrupt_path);
+        }
+}

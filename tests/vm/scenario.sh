@@ -1100,13 +1100,14 @@ else
         bad=
         for p in $a $b $c; do
                 edfctl release -p $p >/dev/null 2>&1
-                { is_other $p && [[ $(cgroup_of $p) != /edfd-partitions* ]]; } || bad+=" $(placement $p);"
+                { is_other $p && [ "$(cgroup_of $p)" = "$mycg" ]; } || bad+=" $(placement $p);"
         done
         if [ -z "$bad" ] && [ "$(edfctl list 2>&1)" = "No reservations." ]; then
-                pass "every partitioned reservation released: SCHED_OTHER, out of edfd-partitions, edfctl list empty"
+                pass "every partitioned reservation released: SCHED_OTHER, back in the cgroup it came from (kept over the restarts), edfctl list empty"
                 diag "where they went: $(for p in $a $b $c; do echo -n "$p $(cgroup_of $p); "; done)"
         else
-                fail "every partitioned reservation released: SCHED_OTHER, out of edfd-partitions, edfctl list empty" "$bad" "$(edfctl list 2>&1)"
+                fail "every partitioned reservation released: SCHED_OTHER, back in the cgroup it came from (kept over the restarts), edfctl list empty" \
+                        "expected $mycg:$bad" "$(edfctl list 2>&1)" "$(grep '^P ' /run/edfd/state 2>&1 | head -5)"
         fi
         # --- partition-shared-cpus: edfd-partitions keeps CPU 1, and the kernel keeps counting ---
         # The same configuration with partitions rt0 and rt1 on CPUs 2 and 3 and CPU 1 kept for the
