@@ -38,8 +38,6 @@
 #define PLACE_RUN_WAIT_NSEC (200 * NSEC_PER_MSEC)
 
 /* The reservations whose thread the kernel moved off its CPU for good (repin() below). */
-static uint64_t *repin_warned;
-static size_t n_repin_warned;
 
 static void set_unavailable(Manager *m, const char *fmt, ...) _printf_(2, 3);
 static void set_unavailable(Manager *m, const char *fmt, ...) {
@@ -212,9 +210,9 @@ void place_setup(Manager *m) {
 }
 
 void place_free(Manager *m) {
-        free(repin_warned);
-        repin_warned = NULL;
-        n_repin_warned = 0;
+        free(m->place.repin_warned);
+        m->place.repin_warned = NULL;
+        m->place.n_repin_warned = 0;
         m->place.poll_timer = sd_event_source_disable_unref(m->place.poll_timer);
         m->place.cpusets = cpusets_free(m->place.cpusets);
         free(m->place.cpus);
@@ -777,19 +775,20 @@ static void end_orphans(Manager *m) {
  * set its affinity to every possible CPU ("process N no longer affine to cpuN", seen in the VM on
  * 6.1), while it stays in its partition's cgroup. Each poll pins such a thread to its CPU again;
  * where the kernel refuses that (EBUSY: the thread now sits in another root domain, seen on 6.1) it
- * is said once per reservation (repin_warned, the ids). */
+ * is said once per reservation (m->place.repin_warned, the ids). */
 
-static bool repin_warn_once(uint64_t id) {
+static bool repin_warn_once(Manager *m, uint64_t id) {
+        PlaceRoom *p = &m->place;
         uint64_t *n;
 
-        for (size_t i = 0; i < n_repin_warned; i++)
-                if (repin_warned[i] == id)
+        for (size_t i = 0; i < p->n_repin_warned; i++)
+                if (p->repin_warned[i] == id)
                         return false;
-        n = realloc(repin_warned, (n_repin_warned + 1) * sizeof(*n));
+        n = realloc(p->repin_warned, (p->n_repin_warned + 1) * sizeof(*n));
         if (!n)
                 return true;
-        repin_warned = n;
-        repin_warned[n_repin_warned++] = id;
+        p->repin_warned = n;
+        p->repin_warned[p->n_repin_warned++] = id;
         return true;
 }
 
@@ -818,7 +817,7 @@ static void repin(Manager *m) {
                 CPU_ZERO(&set);
                 CPU_SET(res->cpu, &set);
                 if (sched_setaffinity((pid_t) res->tid, sizeof set, &set) < 0) {
-                        if (repin_warn_once(res->id))
+                        if (repin_warn_once(m, res->id))
                                 log_error("Thread %" PRIu32 " of reservation %" PRIu64 " may run on CPUs %s, not only cpu%" PRIu32
                                           " (the kernel widened it, as after a refused offline of cpu%" PRIu32 "), and cannot "
                                           "be pinned again: %s%s", res->tid, res->id,

@@ -98,6 +98,8 @@ typedef struct PlaceRoom {
         PlaceCpuInfo *cpus;        /* one per partition, in the configuration's order */
         size_t n_cpus;
         sd_event_source *poll_timer; /* cpusets_poll(): a partition can turn invalid unannounced */
+        uint64_t *repin_warned;    /* the reservations whose thread could not be pinned again, said once */
+        size_t n_repin_warned;
 } PlaceRoom;
 
 /* manager-procs.c: the proc connector, the resync timer and what they counted (read by the bus
