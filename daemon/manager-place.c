@@ -518,15 +518,15 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
                 Refusal rf = { .outcome = ADMIT_BAD_PARAMS, .params = o, .name = g->path };
                 return op_refused(e, &rf);
         }
-        r = cpu_views(m, &cpus, &sets, &nv);
-        if (r < 0)
-                return op_errno(e, r, "placement");
         if (p.runtime / 2 < MAX(g->min_split_runtime, DL_RUNTIME_MIN)) {
                 char a[DURATION_MAX], b[DURATION_MAX];
                 return op_fail(e, OP_INVALID, "%s: a split leaves each stage at least min-split-runtime (%s): a runtime of %s "
                                "cannot be split", g->path, duration_format(MAX(g->min_split_runtime, DL_RUNTIME_MIN), a),
                                duration_format(p.runtime, b));
         }
+        r = cpu_views(m, &cpus, &sets, &nv);
+        if (r < 0)
+                return op_errno(e, r, "placement");
         r = nv > 0 ? place_split(cpus, nv, &p, PLACE_FIT_BEST, g->min_split_runtime, &sp) : -ENOSPC;
         if (r == 0) {
                 sp.index_a = cpus[sp.index_a].id;

@@ -484,8 +484,8 @@ Test(state, a_malformed_origin_is_corrupt, .init = setup_shm, .fini = teardown) 
                 cr_assert(strstr(l.corrupt_reason, "origin") || strstr(l.corrupt_reason, "unknown"), "%s: %s", bad[i],
                           l.corrupt_reason);
                 cr_assert_eq(l.n_origins, 0);
+                unlink(l.corrupt_path);
                 state_loaded_done(&l);
                 state_free(s);
-                unlink(l.corrupt_path);
         }
 }
