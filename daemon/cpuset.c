@@ -1137,7 +1137,7 @@ static bool v2_inside(const char *cg) {
         return strncmp(cg, "/" CPUSET_DIR, len) == 0 && (cg[len] == '\0' || cg[len] == '/');
 }
 
-static CpusetOrigin *origin_find(Cpusets *c, pid_t pid) {
+static CpusetOrigin *origin_find(const Cpusets *c, pid_t pid) {
         for (size_t i = 0; i < c->n_origins; i++)
                 if (c->origins[i].pid == pid)
                         return &c->origins[i];
@@ -1220,6 +1220,12 @@ const char *cpusets_origin_at(const Cpusets *c, size_t i, pid_t *ret_pid) {
                 return NULL;
         *ret_pid = c->origins[i].pid;
         return c->origins[i].path;
+}
+
+const char *cpusets_origin_of(const Cpusets *c, pid_t pid) {
+        const CpusetOrigin *o = c ? origin_find(c, pid) : NULL;
+
+        return o ? o->path : NULL;
 }
 
 int cpusets_origin_restore(Cpusets *c, pid_t pid, const char *path) {

@@ -155,6 +155,8 @@ int cpusets_orphans(Cpusets *c, CpusetOrphan **ret, size_t *ret_n);
  * (pid in *ret_pid), or NULL past the last. For the state journal, which keeps them over a
  * restart. */
 const char *cpusets_origin_at(const Cpusets *c, size_t i, pid_t *ret_pid);
+/* v2: the cgroup process pid came from, as cpusets_move_in() remembered it, or NULL. */
+const char *cpusets_origin_of(const Cpusets *c, pid_t pid);
 /* v2: remember again that process pid came from path (a cgroup path below the mount, from the
  * state journal after a restart), unless it is remembered already. Returns 0, -EINVAL, -ENOMEM. */
 int cpusets_origin_restore(Cpusets *c, pid_t pid, const char *path);

@@ -406,7 +406,7 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
                                                            res->params.period, sched_flags_of(res->flags))
                               : sched_apply_deadline(&t, res->params.runtime, res->params.deadline,
                                                      res->params.period, sched_flags_of(res->flags));
-                if (r == -EPERM && place_wait_ran(m, cpu, res->pid, res->tid))
+                if (r == -EPERM && place_wait_ran(cpu, res->pid, res->tid))
                         r = sched_apply_deadline(&t, res->params.runtime, res->params.deadline, res->params.period,
                                                  sched_flags_of(res->flags));
                 if (r == -EBUSY)

@@ -110,7 +110,7 @@ int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *
 int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError *e);
 /* After EPERM from sched_setattr of a thread just moved to cpu: wait (up to 200 ms) until it has
  * run there. True if it has (worth asking the kernel again). */
-bool place_wait_ran(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid);
+bool place_wait_ran(uint32_t cpu, uint32_t pid, uint32_t tid);
 /* v2: where the processes the partitions hold came from (the adapter remembers them), for the
  * state's rewrite; paths too long for the journal are left out. Returns 0 or -ENOMEM. */
 int place_origins(const Manager *m, StateOrigin **ret, size_t *ret_n);

@@ -37,8 +37,6 @@
 /* How long the room waits for a moved thread to run on its new CPU. */
 #define PLACE_RUN_WAIT_NSEC (200 * NSEC_PER_MSEC)
 
-/* The reservations whose thread the kernel moved off its CPU for good (repin() below). */
-
 static void set_unavailable(Manager *m, const char *fmt, ...) _printf_(2, 3);
 static void set_unavailable(Manager *m, const char *fmt, ...) {
         va_list ap;
@@ -373,24 +371,13 @@ static uint64_t mono_ns(void) {
         return (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
 }
 
-/* v2: the cgroup process pid came from, as the adapter remembers it, or NULL. */
-static const char *origin_of(const Manager *m, uint32_t pid) {
-        const char *path;
-        pid_t p;
-
-        for (size_t i = 0; (path = cpusets_origin_at(m->place.cpusets, i, &p)); i++)
-                if (p == (pid_t) pid)
-                        return path;
-        return NULL;
-}
-
 int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError *e) {
         const char *name = place_cpu_name(m, cpu);
         int r;
 
         if (!name)
                 return op_fail(e, OP_REFUSED, "cpu%" PRIu32 " is in no partition of edfd's", cpu);
-        bool known = origin_of(m, pid) != NULL;
+        bool known = cpusets_origin_of(m->place.cpusets, (pid_t) pid) != NULL;
 
         /* v2: the process enters edfd-partitions once (a second admitted thread of it must not pull
          * the first back out of its partition), whole into this partition where edfd-partitions has
@@ -399,7 +386,7 @@ int place_move_in(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid, OpError 
         if (r < 0)
                 return op_errno(e, r, "moving the thread into its CPU's partition");
         /* Where it came from, in the journal: a restarted edfd still puts it back there. */
-        const char *origin = known ? NULL : origin_of(m, pid);
+        const char *origin = known ? NULL : cpusets_origin_of(m->place.cpusets, (pid_t) pid);
         if (origin) {
                 r = state_write_origin(m->state, pid, origin);
                 if (r == -ENAMETOOLONG)
@@ -450,11 +437,10 @@ void place_restore_origins(Manager *m, const StateOrigin *origins, size_t n) {
         }
 }
 
-bool place_wait_ran(Manager *m, uint32_t cpu, uint32_t pid, uint32_t tid) {
+bool place_wait_ran(uint32_t cpu, uint32_t pid, uint32_t tid) {
         uint64_t until = mono_ns() + PLACE_RUN_WAIT_NSEC;
         ProcStat st;
 
-        (void) m;
         /* The kernel admits against the root domain of the CPU the thread last ran on (EPERM while
          * that is not its partition's): a running thread migrates at once, a sleeping one when it
          * wakes. Asked only after EPERM, so the usual admission reads no /proc file for it. */
