@@ -31,6 +31,8 @@ typedef struct GroupRow {
         const char *const *users;
         int dynamic, overridden;
         uint64_t min_split_runtime;
+        int reclaim;               /* -1: an older edfd did not say */
+        const char *placement;     /* "global", "partitioned", "" from an older edfd */
         unsigned depth;
 } GroupRow;
 
@@ -140,6 +142,8 @@ static int snapshot_rows(Snapshot *s) {
                         .dynamic = edfd_group_dynamic(g),
                         .overridden = edfd_group_overridden(g),
                         .min_split_runtime = edfd_group_min_split_runtime(g),
+                        .reclaim = edfd_group_reclaim(g),
+                        .placement = edfd_group_placement(g),
                         .depth = path_depth(edfd_group_path(g)),
                 };
         }
@@ -369,6 +373,79 @@ static int json_machine(const MachineFacts *f, json_object **ret) {
         return 0;
 }
 
+/* What edfd promises a group's threads, and why, from its placement and this machine (edfd(8),
+ * PLACEMENT): "deadlines" where an exact EDF test admits on each CPU (a partition, or a machine
+ * with one CPU), "bounded tardiness" under global EDF on several CPUs, "none" where the group's
+ * partitioned placement is refused on this machine. "" when an older edfd did not say. */
+typedef enum Promise { PROMISE_UNKNOWN, PROMISE_DEADLINES, PROMISE_TARDINESS, PROMISE_NONE, _PROMISE_MAX } Promise;
+
+static const char *const promise_names[_PROMISE_MAX] = {
+        [PROMISE_UNKNOWN] = "", [PROMISE_DEADLINES] = "deadlines", [PROMISE_TARDINESS] = "bounded tardiness",
+        [PROMISE_NONE] = "none",
+};
+
+static Promise group_promise(const Snapshot *s, const GroupRow *g) {
+        if (!g->placement || !g->placement[0])
+                return PROMISE_UNKNOWN;
+        if (strcmp(g->placement, "partitioned") == 0)
+                return s->n_partitions > 0 ? PROMISE_DEADLINES : PROMISE_NONE;
+        return sysconf(_SC_NPROCESSORS_ONLN) > 1 ? PROMISE_TARDINESS : PROMISE_DEADLINES;
+}
+
+/* The reason for a promise, one sentence. */
+static void promise_why(const Snapshot *s, Promise p, bool reclaim, char *buf, size_t size) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        const char *rec = reclaim ? "; reclaim on: a job that overruns its runtime goes on in idle time"
+                                  : "; reclaim off: a job that overruns its runtime waits for its next period";
+
+        switch (p) {
+        case PROMISE_DEADLINES:
+                if (s->n_partitions > 0)
+                        snprintf(buf, size, "partitioned: the exact EDF test on each CPU%s", rec);
+                else
+                        snprintf(buf, size, "one CPU: EDF meets what the test admits%s", rec);
+                break;
+        case PROMISE_TARDINESS:
+                snprintf(buf, size, "global EDF on %ld CPUs bounds lateness, not deadlines (partitioned placement "
+                         "promises deadlines: edfd(8), PLACEMENT)", n);
+                break;
+        case PROMISE_NONE:
+                snprintf(buf, size, "partitioned placement, refused on this machine%s%s",
+                         s->placement_note && *s->placement_note ? ": " : "",
+                         s->placement_note ? s->placement_note : "");
+                break;
+        default:
+                buf[0] = '\0';
+        }
+}
+
+/* One line per promise that holds somewhere: the groups under it and why. */
+static void promise_print(const Snapshot *s) {
+        for (Promise p = PROMISE_DEADLINES; p < _PROMISE_MAX; p++)
+                for (int rec = 0; rec <= 1; rec++) {
+                        char line[2048], why[700];
+                        size_t len;
+                        bool any = false;
+
+                        len = (size_t) snprintf(line, sizeof line, "%s for", promise_names[p]);
+                        for (size_t i = 0; i < s->n_groups; i++) {
+                                const GroupRow *g = &s->groups[i];
+                                if (group_promise(s, g) != p || (g->reclaim > 0) != rec)
+                                        continue;
+                                if (len < sizeof line)
+                                        len += (size_t) snprintf(line + len, sizeof line - len, "%s %s",
+                                                                 any ? "," : "", g->path);
+                                any = true;
+                        }
+                        if (!any)
+                                continue;
+                        promise_why(s, p, rec, why, sizeof why);
+                        if (len < sizeof line)
+                                snprintf(line + len, sizeof line - len, " (%s)", why);
+                        print_wrapped("     Promise", line);
+                }
+}
+
 /* The placement lines of the status: what the promise is here. */
 static void placement_print(const Snapshot *s) {
         char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX];
@@ -394,6 +471,7 @@ static void placement_print(const Snapshot *s) {
         }
         if (note)
                 print_wrapped("        Note", s->placement_note);
+        promise_print(s);
 }
 
 static int status_print(const Snapshot *s) {
@@ -606,9 +684,13 @@ static json_object *json_reservation(const ReservationRow *v) {
         return o;
 }
 
-static json_object *json_group(const GroupRow *g) {
+static json_object *json_group(const Snapshot *s, const GroupRow *g) {
         json_object *o = json_object_new_object(), *users = NULL;
+        Promise p = group_promise(s, g);
+        char why[700];
         int r = 0;
+
+        promise_why(s, p, g->reclaim > 0, why, sizeof why);
 
         if (!o)
                 return NULL;
@@ -630,6 +712,10 @@ static json_object *json_group(const GroupRow *g) {
         JSON_ADD(o, "dynamic", json_object_new_boolean(g->dynamic), r);
         JSON_ADD(o, "overridden", json_object_new_boolean(g->overridden), r);
         JSON_ADD(o, "min_split_runtime", json_object_new_uint64(g->min_split_runtime), r);
+        JSON_ADD(o, "reclaim", g->reclaim < 0 ? NULL : json_object_new_boolean(g->reclaim), r);
+        JSON_ADD(o, "placement", g->placement[0] ? json_object_new_string(g->placement) : NULL, r);
+        JSON_ADD(o, "promise", p ? json_object_new_string(promise_names[p]) : NULL, r);
+        JSON_ADD(o, "promise_why", p ? json_object_new_string(why) : NULL, r);
         if (r < 0) {
                 json_object_put(o);
                 return NULL;
@@ -666,7 +752,7 @@ static int json_status(const Snapshot *s, json_object **ret) {
                 return -ENOMEM;
         }
         for (size_t i = 0; i < s->n_groups && r == 0; i++) {
-                json_object *g = json_group(&s->groups[i]);
+                json_object *g = json_group(s, &s->groups[i]);
                 if (!g || json_object_array_add(groups, g) < 0) {
                         json_object_put(g);
                         r = -ENOMEM;

@@ -921,6 +921,24 @@ const char *conf_placement_to_string(ConfPlacement p) {
         }
 }
 
+/* `reclaim:` takes on or off (YAML's true and false too). */
+static bool get_on_off(Ctx *c, const Node *v, bool *ret) {
+        const char *s = scalar(c, v, "on or off");
+        char buf[SHOW_BUF];
+
+        if (!s)
+                return false;
+        if (strcmp(s, "on") == 0 || strcmp(s, "true") == 0)
+                *ret = true;
+        else if (strcmp(s, "off") == 0 || strcmp(s, "false") == 0)
+                *ret = false;
+        else {
+                error_node(c, v, "\"%s\" is neither on nor off", show(s, v->len, buf));
+                return false;
+        }
+        return true;
+}
+
 static bool get_placement(Ctx *c, const Node *v, ConfPlacement *ret) {
         const char *s = scalar(c, v, "global or partitioned");
         char buf[SHOW_BUF];
@@ -1054,7 +1072,7 @@ static void conf_group_done(ConfGroup *g) {
         free(g->children);
 }
 
-#define GROUP_KEYS "runtime, period, bandwidth, fork, threads, min-split-runtime, users, cgroup, placement, groups"
+#define GROUP_KEYS "runtime, period, bandwidth, fork, threads, min-split-runtime, reclaim, users, cgroup, placement, groups"
 
 static void walk_group(Ctx *c, const Node *key, Node *v, const char *path, unsigned depth, size_t inherited_users,
                        ConfGroup *g) {
@@ -1110,6 +1128,11 @@ static void walk_group(Ctx *c, const Node *key, Node *v, const char *path, unsig
                         walk_cgroup(c, val, path, &g->cgroup);
                 else if (strcmp(name, "placement") == 0)
                         (void) get_placement(c, val, &g->placement);
+                else if (strcmp(name, "reclaim") == 0) {
+                        bool on;
+                        if (get_on_off(c, val, &on))
+                                g->reclaim = on ? RECLAIM_ON : RECLAIM_OFF;
+                }
                 else if (strcmp(name, "groups") == 0) {
                         k_groups = k;
                         v_groups = val;
@@ -1352,7 +1375,7 @@ static const ConfGroup *conf_find_group(const ConfGroup *gs, size_t n, const cha
         return NULL;
 }
 
-#define TOP_KEYS "capacity, fork, threads, min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups"
+#define TOP_KEYS "capacity, fork, threads, min-split-runtime, reclaim, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups"
 
 static void walk_config(Ctx *c, Node *root, Config *cfg) {
         const Node *dg = NULL, *shared = NULL;
@@ -1426,6 +1449,8 @@ static void walk_config(Ctx *c, Node *root, Config *cfg) {
                         walk_limits(c, v, cfg);
                 else if (strcmp(name, "placement") == 0)
                         (void) get_placement(c, v, &cfg->placement);
+                else if (strcmp(name, "reclaim") == 0)
+                        (void) get_on_off(c, v, &cfg->reclaim);
                 else if (strcmp(name, "partitions") == 0)
                         walk_partitions(c, v, cfg);
                 else if (strcmp(name, "partition-shared-cpus") == 0) {
@@ -1516,6 +1541,7 @@ int conf_parse_buffer(const char *buf, size_t len, const char *filename, Config 
                 .min_split_runtime = CONF_MIN_SPLIT_RUNTIME_DEFAULT,
                 .polkit = POLKIT_AUTO,
                 .placement = CONF_PLACEMENT_GLOBAL,
+                .reclaim = CONF_RECLAIM_DEFAULT,
         };
 
         r = load(&c, &root);
@@ -1693,6 +1719,7 @@ static int create_groups(Ctx *c, Tree *t, const ConfGroup *gs, size_t n, const c
                         .fork = g->fork,
                         .threads = g->threads,
                         .min_split_runtime = g->min_split_runtime,
+                        .reclaim = g->reclaim,
                         .users = g->users,
                         .cgroup = g->cgroup,
                 };
@@ -1741,6 +1768,7 @@ int conf_build_tree(const Config *c, const char *filename, uint64_t kernel_capac
         r = tree_new(&t, capacity, &l, c->fork, c->threads, c->min_split_runtime);
         if (r < 0)
                 return r;
+        tree_set_root_reclaim(t, c->reclaim);
         r = create_groups(&ctx, t, c->groups, c->n_groups, NULL, NULL, 1);
         if (r < 0) {
                 tree_free(t);
@@ -1766,6 +1794,7 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
         fprintf(out, "fork: %s\n", fork_policy_to_string(c->fork) ?: "?");
         fprintf(out, "threads: %s\n", fork_policy_to_string(c->threads) ?: "?");
         fprintf(out, "min-split-runtime: %s\n", duration_format(c->min_split_runtime, a));
+        fprintf(out, "reclaim: %s\n", c->reclaim ? "on" : "off");
         fprintf(out, "default-group: %s\n", c->default_group ?: "/");
         fprintf(out, "cgroup-root: %s\n", c->cgroup_root ?: CONF_CGROUP_ROOT_DEFAULT);
         fprintf(out, "polkit: %s\n", polkit_mode_to_string(c->polkit) ?: "?");
@@ -1799,8 +1828,8 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
         for (const Group *g = t->root; g; g = group_next_preorder(g))
                 wc = MAX(wc, g->cgroup ? (int) strlen(g->cgroup) : 0);
         fprintf(out, "groups:\n");
-        fprintf(out, "  %-*s %9s %9s %9s %9s %-7s %-7s %9s %-*s %s\n", w, "PATH", "RUNTIME", "PERIOD", "BANDWIDTH",
-                "CHILDREN", "FORK", "THREADS", "MIN-SPLIT", wc, "CGROUP", "USERS");
+        fprintf(out, "  %-*s %9s %9s %9s %9s %-7s %-7s %9s %-7s %-*s %s\n", w, "PATH", "RUNTIME", "PERIOD",
+                "BANDWIDTH", "CHILDREN", "FORK", "THREADS", "MIN-SPLIT", "RECLAIM", wc, "CGROUP", "USERS");
         for (const Group *g = t->root; g; g = group_next_preorder(g)) {
                 char rt[DURATION_MAX] = "-", per[DURATION_MAX] = "-", ms[DURATION_MAX];
 
@@ -1808,10 +1837,10 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
                         duration_format(g->runtime, rt);
                         duration_format(g->period, per);
                 }
-                fprintf(out, "  %-*s %9s %9s %9s %9s %-7s %-7s %9s %-*s ", w, g->path, rt, per,
+                fprintf(out, "  %-*s %9s %9s %9s %9s %-7s %-7s %9s %-7s %-*s ", w, g->path, rt, per,
                         bw_format(g->bw, a), bw_format(g->allocated, b),
                         fork_policy_to_string(g->fork) ?: "?", fork_policy_to_string(g->threads) ?: "?",
-                        duration_format(g->min_split_runtime, ms), wc, g->cgroup ?: "-");
+                        duration_format(g->min_split_runtime, ms), g->reclaim ? "on" : "off", wc, g->cgroup ?: "-");
                 if (!g->users)
                         fprintf(out, "anyone");
                 else if (!g->users[0])

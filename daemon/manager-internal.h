@@ -97,8 +97,6 @@ void place_setup(Manager *m);
  * passes or released with the reason "partition". */
 void place_start(Manager *m);
 void place_free(Manager *m);
-/* Whether g's placement is partitioned. */
-bool place_partitioned(const Manager *m, const Group *g);
 /* The partition of cpu, or NULL. */
 const char *place_cpu_name(const Manager *m, uint32_t cpu);
 /* For a partitioned g: the CPU for p (the core's exact test, best fit), or a refusal naming every

@@ -205,6 +205,8 @@ typedef struct PlaceLoad {
 int place_loads(Manager *m, PlaceLoad **ret, size_t *ret_n);
 /* Why partitioned (or global) placement is refused here, or "": for ListPartitions. */
 const char *place_note(const Manager *m);
+/* Whether g's placement is partitioned (its configuration's `placement:`, inherited). */
+bool place_partitioned(const Manager *m, const Group *g);
 
 /* Admit a split. Returns 0 with *ret, or -1 with *error (nothing admitted). */
 int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, OpError *error);

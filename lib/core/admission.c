@@ -33,6 +33,8 @@
  *                                                              ADMIT_BAD_PARAMS, ADMIT_ABOVE_ONE_CPU
  *   21. reservation ids are exhausted                          -EOVERFLOW
  *   22. no room in the group (or the root is over-committed)   ADMIT_OVER_BUDGET
+ * Admitted: the flags as asked, with RECLAIM added where the group's reclaim policy is on (the
+ * request cannot take it away: reclaiming uses only what no reservation holds, see tree.h).
  *
  * Update (the bus counts the rate first, then polkit): the reservation exists
  * (ADMIT_NO_SUCH_RESERVATION), is the caller's or the caller is root (ADMIT_NOT_YOURS); for a
@@ -343,7 +345,7 @@ int admission_decide(const Tree *t, const AdmissionRequest *req, AdmissionDecisi
                         .owner = facts.owner,
                         .params = p,
                         .bw = bw,
-                        .flags = req->flags,
+                        .flags = req->flags | (g->reclaim ? ADMISSION_FLAG_RECLAIM : 0),
                         .move = move,
                 };
         return 0;

@@ -122,7 +122,7 @@ typedef struct AdmissionDecision {
         uint32_t owner;              /* the uid the reservation is charged to */
         DlParams params;             /* checked, the deadline filled in */
         uint64_t bw;                 /* their bandwidth */
-        uint64_t flags;              /* as asked (known bits only) */
+        uint64_t flags;              /* as asked (known bits only), with RECLAIM where the group reclaims */
         bool move;                   /* move the process into group->cgroup once the kernel took it */
 } AdmissionDecision;
 

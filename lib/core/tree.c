@@ -392,6 +392,10 @@ static void group_free_subtree(Group *g) {
         group_free(g);
 }
 
+void tree_set_root_reclaim(Tree *t, bool on) {
+        t->root->reclaim = on;
+}
+
 Tree *tree_free(Tree *t) {
         if (!t)
                 return NULL;
@@ -490,6 +494,7 @@ int group_create(Tree *t, const char *path, const GroupSpec *spec, Group **ret, 
         g->threads = spec->threads == _FORK_POLICY_UNSET ? parent->threads : spec->threads;
         g->min_split_runtime = spec->min_split_runtime == 0 ? parent->min_split_runtime
                                                             : MAX(spec->min_split_runtime, DL_RUNTIME_MIN);
+        g->reclaim = spec->reclaim == RECLAIM_INHERIT ? parent->reclaim : spec->reclaim == RECLAIM_ON;
         g->dynamic = spec->dynamic;
 
         (void) groups_index_add(t, g); /* reserved above: cannot fail */

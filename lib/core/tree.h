@@ -49,6 +49,16 @@ const char *fork_policy_to_string(ForkPolicy p);
 /* The policy named s, or _FORK_POLICY_UNSET. */
 ForkPolicy fork_policy_from_string(const char *s);
 
+/* Whether a group's reservations reclaim unused bandwidth (the kernel's GRUB, SCHED_FLAG_RECLAIM):
+ * a job that overruns its runtime goes on running on what the CPU's other reservations leave idle
+ * instead of being throttled to its next period. INHERIT (0, what a zeroed GroupSpec says): as the
+ * parent. */
+typedef enum ReclaimPolicy {
+        RECLAIM_INHERIT = 0,
+        RECLAIM_OFF,
+        RECLAIM_ON,
+} ReclaimPolicy;
+
 typedef enum AdmitOutcome {
         ADMIT_OK = 0,
         ADMIT_OVER_BUDGET,        /* the group (or its parent) has no room */
@@ -135,6 +145,7 @@ typedef struct GroupSpec {
         ForkPolicy fork;             /* _FORK_POLICY_UNSET: inherit from the parent */
         ForkPolicy threads;          /* _FORK_POLICY_UNSET: inherit from the parent */
         uint64_t min_split_runtime;  /* 0: inherit from the parent */
+        ReclaimPolicy reclaim;       /* RECLAIM_INHERIT: as the parent */
         char *const *users;          /* NULL: inherit from the parent; copied */
         const char *cgroup;          /* cgroup directory relative to the cgroup root, or NULL; copied */
         bool dynamic;                /* created at run time (over D-Bus), not by the configuration */
@@ -157,6 +168,7 @@ struct Group {
 
         ForkPolicy fork, threads;    /* effective (inherited values resolved) */
         uint64_t min_split_runtime;  /* effective */
+        bool reclaim;                /* effective: every admission into the group gets the RECLAIM flag */
         char **users;                /* effective, NULL-terminated; NULL: anyone */
         char *cgroup;                /* relative cgroup directory or NULL */
         bool dynamic;
@@ -231,6 +243,9 @@ int tree_new(Tree **ret, uint64_t capacity, const DlLimits *limits, ForkPolicy f
              uint64_t min_split_runtime);
 /* Frees the tree, its groups and reservations. Accepts NULL, returns NULL. */
 Tree *tree_free(Tree *t);
+/* The root's reclaim policy (a new tree's is off), which groups created afterwards inherit unless
+ * they say otherwise. Call it before creating any group. */
+void tree_set_root_reclaim(Tree *t, bool on);
 
 /* Change the root capacity and the unmanaged charge. Never refuses: the kernel's truth is what it
  * is. Returns true when the root is now over-committed (allocated > bandwidth); every admission is

@@ -233,6 +233,11 @@ const char *const *edfd_group_users(const edfd_group *g);
 int edfd_group_dynamic(const edfd_group *g);            /* made at run time (CreateGroup) */
 int edfd_group_overridden(const edfd_group *g);         /* configured, resized at run time */
 uint64_t edfd_group_min_split_runtime(const edfd_group *g);
+/* Whether its reservations reclaim unused bandwidth (SCHED_FLAG_RECLAIM by the group's `reclaim:`):
+ * 1 or 0; -1 when edfd is older than the key. Since 0.2. */
+int edfd_group_reclaim(const edfd_group *g);
+/* Its placement, "global" or "partitioned"; "" when edfd is older than this field. Since 0.2. */
+const char *edfd_group_placement(const edfd_group *g);
 
 /* The partitions (EDFD_SNAPSHOT_PARTITIONS): none under global placement. has_partitions is 0 when
  * the snapshot did not ask, or edfd is older than partitions. The note says why placement is

@@ -48,6 +48,8 @@ struct edfd_group {
         char **users;
         int dynamic, overridden;
         uint64_t min_split_runtime;
+        int reclaim;                 /* -1: edfd did not say (older than reclaim) */
+        const char *placement;       /* NULL: edfd did not say */
 };
 
 struct edfd_partition {
@@ -155,6 +157,8 @@ static int parse_groups(edfd_snapshot *s, sd_bus_message *m) {
         static const edfd_dict_field extra[] = {
                 { "min_split_runtime", 't', offsetof(edfd_group, min_split_runtime) },
                 { "overridden", 'b', offsetof(edfd_group, overridden) },
+                { "reclaim", 'b', offsetof(edfd_group, reclaim) },
+                { "placement", 's', offsetof(edfd_group, placement) },
         };
         size_t allocated = 0;
         int r;
@@ -163,7 +167,7 @@ static int parse_groups(edfd_snapshot *s, sd_bus_message *m) {
         if (r <= 0)
                 return r < 0 ? r : -EBADMSG;
         while ((r = sd_bus_message_enter_container(m, 'r', EDFD_GROUP_ENTRY)) > 0) {
-                edfd_group g = {}, *n;
+                edfd_group g = { .reclaim = -1 }, *n;
                 r = sd_bus_message_read(m, "sttttuusssb", &g.path, &g.runtime, &g.period, &g.bw, &g.allocated,
                                         &g.n_reservations, &g.n_groups, &g.cgroup, &g.fork, &g.threads, &g.anyone);
                 if (r >= 0)
@@ -394,6 +398,10 @@ GETTER(int, group, anyone, anyone, 0)
 GETTER(int, group, dynamic, dynamic, 0)
 GETTER(int, group, overridden, overridden, 0)
 GETTER(uint64_t, group, min_split_runtime, min_split_runtime, 0)
+GETTER(int, group, reclaim, reclaim, -1)
+const char *edfd_group_placement(const edfd_group *g) {
+        return g && g->placement ? g->placement : "";
+}
 const char *const *edfd_group_users(const edfd_group *g) {
         static const char *const none[] = { NULL };
         return g && g->users ? (const char *const *) g->users : none;

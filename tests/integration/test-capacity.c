@@ -154,11 +154,13 @@ static bool wait_status(Harness *h, const char *text, bool present) {
 
 /* Two groups of 40% each: 80% at the root, which fits every machine that admits deadline tasks at
  * all; the test then lowers the kernel's pool below it. */
-static const char config[] = "default-group: a\n"
+static const char config[] = "reclaim: off\n" /* the flags are checked exactly */
+                             "default-group: a\n"
                              "groups:\n"
                              "  a: {bandwidth: 40%}\n"
                              "  b: {bandwidth: 40%}\n";
-static const char config_bigger[] = "default-group: a\n"
+static const char config_bigger[] = "reclaim: off\n" /* the flags are checked exactly */
+                                    "default-group: a\n"
                                     "groups:\n"
                                     "  a: {bandwidth: 60%}\n"
                                     "  b: {bandwidth: 40%}\n";
@@ -568,7 +570,8 @@ static void after_periodic_look(Harness *h) {
         cr_assert_neq(get_u64(h, "Resyncs"), resyncs, "no periodic look within 12 s");
 }
 
-static const char config_strangers[] = "default-group: a\n"
+static const char config_strangers[] = "reclaim: off\n" /* the flags are checked exactly */
+                                       "default-group: a\n"
                                        "groups:\n"
                                        "  a: {bandwidth: 100%}\n";
 
@@ -642,7 +645,8 @@ Test(capacity, stranger_named_when_the_kernel_is_busy, .timeout = 90) {
         harness_stop(h);
 }
 
-static const char config_ended[] = "default-group: a\n"
+static const char config_ended[] = "reclaim: off\n" /* the flags are checked exactly */
+                                   "default-group: a\n"
                                    "groups:\n"
                                    "  a: {bandwidth: 35%}\n"
                                    "  b: {bandwidth: 135%}\n";

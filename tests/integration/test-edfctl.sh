@@ -321,7 +321,7 @@ YAML
                 not_ok "status: the tree indented with runtime/period, bandwidth, allocated, free" "$s"
         fi
         if awk 'length > 80 { exit 1 }' <<<"$s"; then ok "status: fits 80 columns"; else not_ok "status: fits 80 columns" "$s"; fi
-        if [ "$(grep -n 'media' <<<"$s" | cut -d: -f1)" -lt "$(grep -n 'audio' <<<"$s" | cut -d: -f1)" ]; then
+        if [ "$(grep -n '^ *media ' <<<"$s" | cut -d: -f1)" -lt "$(grep -n '^ *audio ' <<<"$s" | cut -d: -f1)" ]; then
                 ok "status: a child group comes under its parent"
         else
                 not_ok "status: a child group comes under its parent" "$s"
@@ -656,8 +656,8 @@ PY
         if [ -n "$child" ] && wait_for no_reservation pid "$child"; then ok "admit --startup: the reservation ends with the command"; else not_ok "admit --startup: the reservation ends with the command" "$(books)"; fi
         expect "admit --startup -- COMMAND: the exit status is the command's" 7 "" "" admit -T 1ms -P 100ms --startup 1s -- sh -c 'sleep 0.2; exit 7'
         expect "admit --startup -- COMMAND not found: exit 127" 127 "" "^edfctl: cannot execute /nonexistent/cmd: No such file or directory$" admit -T 1ms -P 100ms --startup 1s -- /nonexistent/cmd
-        expect_unchanged "admit --startup -- COMMAND refused: exit 1, the command is stopped" 1 "^edfctl: admission refused: " admit -g media/audio -T 5ms -P 100ms --startup 1s -- sleep 60
-        if pgrep -x -f "sleep 60" >/dev/null; then not_ok "admit --startup refused: no command left running" "$(pgrep -a -f 'sleep 60')"; else ok "admit --startup refused: no command left running"; fi
+        expect_unchanged "admit --startup -- COMMAND refused: exit 1, the command is stopped" 1 "^edfctl: admission refused: " admit -g media/audio -T 5ms -P 100ms --startup 1s -- sleep 60.0659
+        if pgrep -x -f "sleep 60.0659" >/dev/null; then not_ok "admit --startup refused: no command left running" "$(pgrep -a -f 'sleep 60.0659')"; else ok "admit --startup refused: no command left running"; fi
         expect "admit --startup without a command: exit 2" 2 "" "--startup is for -- COMMAND" admit -T 1ms -P 100ms --startup 1s -p 1
         expect "admit --startup 0s: exit 2" 2 "" "invalid startup bound \"0s\"" admit -T 1ms -P 100ms --startup 0s -- true
 

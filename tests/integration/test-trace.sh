@@ -174,7 +174,8 @@ traced_tests() {
         fi
         addr=$(head -1 "$tmp/address")
         export DBUS_SYSTEM_BUS_ADDRESS=$addr
-        printf 'capacity: auto\ndefault-group: apps\ngroups:\n  apps:\n    bandwidth: 40%%\n' >"$tmp/edfd.yaml"
+        # reclaim off: the overrun below must be throttled (reclaim would let it run on).
+        printf 'reclaim: off\ncapacity: auto\ndefault-group: apps\ngroups:\n  apps:\n    bandwidth: 40%%\n' >"$tmp/edfd.yaml"
         mkdir -p "$tmp/state"
         "$edfd" --config "$tmp/edfd.yaml" --state-dir "$tmp/state" >"$tmp/edfd.log" 2>&1 &
         edfd_pid=$!

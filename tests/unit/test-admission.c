@@ -388,6 +388,50 @@ Test(admission, foreign_deadline_message) {
         tree_free(t);
 }
 
+/* A group's reclaim policy (inherited) adds RECLAIM to what the request asks; a request's own
+ * RECLAIM holds in a group that does not reclaim. */
+Test(admission, group_reclaim_adds_the_flag) {
+        Tree *t = fixture(NULL);
+        GroupSpec on = { .runtime = 10 * MS, .period = P100, .fork = _FORK_POLICY_UNSET, .threads = _FORK_POLICY_UNSET,
+                         .reclaim = RECLAIM_ON };
+        GroupSpec inherit = { .runtime = 5 * MS, .period = P100, .fork = _FORK_POLICY_UNSET,
+                              .threads = _FORK_POLICY_UNSET };
+        Probe p = { .facts = { .owner = 1000 } };
+        AdmissionRequest req = { .pid = 100, .tid = 100, .params = { 1 * MS, 0, P100 },
+                                 .caller = { .uid = 0, .pid = 1, .user = "root", .limits = USER_LIMITS_NONE },
+                                 .cgroups_usable = true, .probe = probe, .probe_userdata = &p };
+        AdmissionDecision d;
+
+        cr_assert_eq(group_create(t, "rt", &on, NULL, NULL), 0);
+        cr_assert_eq(group_create(t, "rt/inner", &inherit, NULL, NULL), 0);
+        cr_assert(!tree_find_group(t, "open")->reclaim, "a new tree's root does not reclaim");
+        const struct { const char *group; uint64_t flags, want; } cases[] = {
+                { "open", 0, 0 },
+                { "open", ADMISSION_FLAG_RECLAIM, ADMISSION_FLAG_RECLAIM },
+                { "open", ADMISSION_FLAG_OVERRUN_SIGNAL, ADMISSION_FLAG_OVERRUN_SIGNAL },
+                { "rt", 0, ADMISSION_FLAG_RECLAIM },
+                { "rt", ADMISSION_FLAG_OVERRUN_SIGNAL, ADMISSION_FLAG_RECLAIM | ADMISSION_FLAG_OVERRUN_SIGNAL },
+                { "rt/inner", 0, ADMISSION_FLAG_RECLAIM },
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                req.group = cases[i].group;
+                req.flags = cases[i].flags;
+                cr_assert_eq(admission_decide(t, &req, &d, NULL), 0, "case %zu", i);
+                cr_expect_eq(d.flags, cases[i].want, "case %zu: flags 0x%" PRIx64, i, d.flags);
+        }
+        tree_free(t);
+
+        cr_assert_eq(tree_new(&t, 4 * BW_UNIT, &DL_LIMITS_DEFAULT, FORK_SPLIT, FORK_NONE, 0), 0);
+        tree_set_root_reclaim(t, true);
+        GroupSpec off = inherit;
+        off.reclaim = RECLAIM_OFF;
+        cr_assert_eq(group_create(t, "a", &inherit, NULL, NULL), 0);
+        cr_assert_eq(group_create(t, "b", &off, NULL, NULL), 0);
+        cr_expect(tree_find_group(t, "a")->reclaim, "inherited from the root");
+        cr_expect(!tree_find_group(t, "b")->reclaim);
+        tree_free(t);
+}
+
 /* A bandwidth that dl_params_check() lets through but that is not a number (a period_max raised
  * past 2^44 ns): the limits see 0 and refuse first; without limits it is BAD_PARAMS (bit 63). */
 Test(admission, bandwidth_not_a_number_after_the_limits) {

@@ -565,10 +565,10 @@ Test(conf, value_errors) {
                   "t.yaml:2:3: limits.a b: \"a b\" is not a user name (letters, digits, _ . - only)" },
                 { "- a\n- b\n", 1,
                   "t.yaml:1:1: the configuration must be a mapping of keys (capacity, fork, threads, "
-                  "min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups), not a sequence" },
+                  "min-split-runtime, reclaim, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups), not a sequence" },
                 { "just a string\n", 1,
                   "t.yaml:1:1: the configuration must be a mapping of keys (capacity, fork, threads, "
-                  "min-split-runtime, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups), not a single value" },
+                  "min-split-runtime, reclaim, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups), not a single value" },
                 { "fork: \"sp\\0lit\"\n", 1, "t.yaml:1:7: fork: contains a NUL character" },
         };
 
@@ -580,11 +580,11 @@ Test(conf, structure_errors) {
                 /* unknown keys, at every level */
                 { "capasity: auto\n", 1,
                   "t.yaml:1:1: capasity: unknown key (expected one of: capacity, fork, threads, min-split-runtime, "
-                  "default-group, cgroup-root, polkit, limits, placement, partitions, "
+                  "reclaim, default-group, cgroup-root, polkit, limits, placement, partitions, "
                   "partition-shared-cpus, groups)" },
                 { "groups:\n  a:\n    bandwidth: 1%\n    perod: 1ms\n", 1,
                   "t.yaml:4:5: groups.a.perod: unknown key (expected one of: runtime, period, bandwidth, fork, "
-                  "threads, min-split-runtime, users, cgroup, placement, groups)" },
+                  "threads, min-split-runtime, reclaim, users, cgroup, placement, groups)" },
                 { "limits:\n  default:\n    bw: 1%\n", 1,
                   "t.yaml:3:5: limits.default.bw: unknown key (expected one of: bandwidth, reservations, rate)" },
                 /* duplicate keys, at every level, each reported at its second occurrence */
@@ -1266,6 +1266,7 @@ Test(conf, check_print) {
         cr_expect(strstr(out, "fork: inherit\n"), "%s", out);
         cr_expect(strstr(out, "threads: split\n"), "%s", out);
         cr_expect(strstr(out, "min-split-runtime: 2ms\n"), "%s", out);
+        cr_expect(strstr(out, "reclaim: on\n"), "%s", out);
         cr_expect(strstr(out, "default-group: audio/pipewire\n"), "%s", out);
         cr_expect(strstr(out, "cgroup-root: /sys/fs/cgroup/test.d\n"), "%s", out);
         cr_expect(strstr(out, "polkit: required\n"), "%s", out);
@@ -1274,17 +1275,17 @@ Test(conf, check_print) {
         /* every group with its path, numbers, policies, cgroup and users (inherited ones resolved) */
         cr_expect(strstr(out, "groups:\n"
                               "  PATH             RUNTIME    PERIOD BANDWIDTH  CHILDREN FORK    THREADS MIN-SPLIT "
-                              "CGROUP   USERS\n"
+                              "RECLAIM CGROUP   USERS\n"
                               "  /                      -         -      150%      150% inherit split         2ms "
-                              "-        anyone\n"
+                              "on      -        anyone\n"
                               "  audio               40ms     100ms       40%       35% inherit inherit       2ms "
-                              "audio    alice,bob\n"
+                              "on      audio    alice,bob\n"
                               "  audio/jack           5ms     100ms        5%        0% inherit inherit       2ms "
-                              "-        root-only\n"
+                              "on      -        root-only\n"
                               "  audio/pipewire     1.5ms       5ms       30%        0% none    inherit     250us "
-                              "media/pw alice,bob\n"
+                              "on      media/pw alice,bob\n"
                               "  control            110ms     100ms      110%        0% inherit split         2ms "
-                              "-        anyone\n"),
+                              "on      -        anyone\n"),
                   "%s", out);
         free(out);
         free(err);
@@ -1352,6 +1353,50 @@ Test(conf, partitions_and_placement) {
         cr_assert_str_eq(conf_placement_to_string(CONF_PLACEMENT_PARTITIONED), "partitioned");
         cr_assert_null(conf_placement_to_string(CONF_PLACEMENT_UNSET));
         conf_free(c);
+}
+
+/* --- reclaim (issue 35) --- */
+
+Test(conf, reclaim_inherited_and_default_on) {
+        Config *c = parse_ok("groups:\n"
+                             "  audio:\n"
+                             "    bandwidth: 20%\n"
+                             "    reclaim: off\n"
+                             "    groups:\n"
+                             "      pw: {bandwidth: 10%}\n"
+                             "      jack: {bandwidth: 5%, reclaim: on}\n"
+                             "  video: {bandwidth: 10%}\n");
+        Tree *t;
+
+        cr_assert(c->reclaim, "a configuration that does not say reclaims");
+        t = build_ok(c, CAP_2CPU);
+        cr_assert(t->root->reclaim);
+        cr_assert(!tree_find_group(t, "audio")->reclaim);
+        cr_assert(!tree_find_group(t, "audio/pw")->reclaim, "inherited from audio");
+        cr_assert(tree_find_group(t, "audio/jack")->reclaim);
+        cr_assert(tree_find_group(t, "video")->reclaim, "inherited from the root");
+        tree_free(t);
+        conf_free(c);
+
+        c = parse_ok("reclaim: off\ngroups:\n  a: {bandwidth: 10%}\n  b: {bandwidth: 10%, reclaim: true}\n");
+        cr_assert(!c->reclaim);
+        t = build_ok(c, CAP_2CPU);
+        cr_assert(!t->root->reclaim);
+        cr_assert(!tree_find_group(t, "a")->reclaim);
+        cr_assert(tree_find_group(t, "b")->reclaim, "true is on");
+        tree_free(t);
+        conf_free(c);
+}
+
+Test(conf, reclaim_errors) {
+        static const ErrorCase cases[] = {
+                { "reclaim: yes please\n", 1, "t.yaml:1:10: reclaim: \"yes please\" is neither on nor off" },
+                { "reclaim: [on]\n", 1, "t.yaml:1:10: reclaim: expected on or off, not a sequence" },
+                { "groups:\n  a: {bandwidth: 1%, reclaim: 1}\n", 1,
+                  "t.yaml:2:31: groups.a.reclaim: \"1\" is neither on nor off" },
+        };
+
+        check_errors(cases, ELEMENTSOF(cases));
 }
 
 Test(conf, partition_errors) {
