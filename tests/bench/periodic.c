@@ -4,7 +4,8 @@
  * loop counts, so that preemption does not shorten the work) and checks whether the job finished
  * before its deadline (the end of the period). Prints jobs, misses and response times.
  *
- *   periodic [--work 20ms] [--period 50ms] [--duration 10s] [--skip 0] [--tasks N] [--align] [--quiet]
+ *   periodic [--work 20ms] [--period 50ms] [--deadline D] [--duration 10s] [--skip 0] [--tasks N] [--align]
+ *            [--set-deadline RUNTIME [--reclaim]] [--quiet]
  *
  * With --align the releases fall on multiples of PERIOD in CLOCK_MONOTONIC, so that tasks of the
  * same period started apart are released together (the worst case for EDF on several CPUs).
@@ -12,8 +13,14 @@
  * --skip D the jobs released in the first D of the run (measured from the thread's own start, so
  * exec, loader and first page faults fall in it) still run but are not counted anywhere: a
  * warm-up; the run still lasts --duration in all. With PERIODIC_RAW set in the environment it
- * also prints each counted job's response time in ns, one a line, sorted. It never changes its
- * own scheduling: run it under `edfctl admit -- periodic ...` or `chrt`. */
+ * also prints each counted job's response time in ns, one a line, sorted. A job misses when it
+ * ends after its release plus --deadline (default: the period; a constrained deadline D < T).
+ *
+ * Normally it never changes its own scheduling: run it under `edfctl admit -- periodic ...`. With
+ * --set-deadline RUNTIME each thread makes itself SCHED_DEADLINE (RUNTIME, --deadline, --period;
+ * with --reclaim also SCHED_FLAG_RECLAIM) by sched_setattr before its first job, and exits 3 with
+ * the kernel's error if that fails: the experiments' bare-kernel column, no edfd involved (its
+ * cpuset must already be the one the thread should run in). */
 
 #include <errno.h>
 #include <inttypes.h>
@@ -23,11 +30,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "basic/sched-attr.h"
 #include "core/duration.h"
 
 typedef struct Task {
-        uint64_t work, period, duration, skip;
-        int align;
+        uint64_t work, period, deadline, duration, skip;
+        uint64_t set_runtime; /* 0: leave the scheduling alone */
+        int align, reclaim;
         uint64_t jobs, misses;
         uint64_t *response;
         size_t n_response;
@@ -45,6 +54,17 @@ static uint64_t clock_ns(clockid_t c) {
 
 static void *run(void *arg) {
         Task *t = arg;
+
+        if (t->set_runtime > 0) {
+                SchedAttr a = { .size = sizeof a, .sched_policy = SCHED_DEADLINE,
+                                .sched_flags = t->reclaim ? SCHED_FLAG_RECLAIM : 0, .sched_runtime = t->set_runtime,
+                                .sched_deadline = t->deadline, .sched_period = t->period };
+                int r = sched_setattr_raw(0, &a, 0);
+                if (r < 0) {
+                        fprintf(stderr, "periodic: sched_setattr(SCHED_DEADLINE): %s\n", strerror(-r));
+                        exit(3);
+                }
+        }
         uint64_t start = clock_ns(CLOCK_MONOTONIC), release = start;
 
         if (t->align) { /* the first release on a period boundary of CLOCK_MONOTONIC */
@@ -68,7 +88,7 @@ static void *run(void *arg) {
                         if (t->n_response < cap)
                                 t->response[t->n_response++] = done - release;
                         t->jobs++;
-                        if (done > release + t->period)
+                        if (done > release + t->deadline)
                                 t->misses++;
                 }
                 /* Next release: the next period boundary after now (an overrun skips periods). */
@@ -100,14 +120,21 @@ static uint64_t arg_duration(const char *opt, const char *v) {
 
 int main(int argc, char *argv[]) {
         uint64_t work = 20 * NSEC_PER_MSEC, period = 50 * NSEC_PER_MSEC, duration = 10 * NSEC_PER_SEC, skip = 0;
+        uint64_t deadline = 0, set_runtime = 0;
         unsigned n_tasks = 1;
-        int quiet = 0, align = 0;
+        int quiet = 0, align = 0, reclaim = 0;
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--work") == 0)
                         work = arg_duration(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--period") == 0)
                         period = arg_duration(argv[i], argv[i + 1]), i++;
+                else if (strcmp(argv[i], "--deadline") == 0)
+                        deadline = arg_duration(argv[i], argv[i + 1]), i++;
+                else if (strcmp(argv[i], "--set-deadline") == 0)
+                        set_runtime = arg_duration(argv[i], argv[i + 1]), i++;
+                else if (strcmp(argv[i], "--reclaim") == 0)
+                        reclaim = 1;
                 else if (strcmp(argv[i], "--duration") == 0)
                         duration = arg_duration(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--skip") == 0)
@@ -119,20 +146,25 @@ int main(int argc, char *argv[]) {
                 else if (strcmp(argv[i], "--align") == 0)
                         align = 1;
                 else {
-                        fprintf(stderr, "usage: periodic [--work D] [--period D] [--duration D] [--skip D] [--tasks N] "
-                                        "[--align] [--quiet]\n");
+                        fprintf(stderr, "usage: periodic [--work D] [--period D] [--deadline D] [--duration D] [--skip D] "
+                                        "[--tasks N] [--align] [--set-deadline RUNTIME [--reclaim]] [--quiet]\n");
                         return 2;
                 }
         }
-        if (work == 0 || period == 0 || work > period || n_tasks == 0 || n_tasks > 64 || skip >= duration) {
-                fprintf(stderr, "periodic: need 0 < work <= period, skip < duration and 1..64 tasks\n");
+        if (deadline == 0)
+                deadline = period;
+        if (work == 0 || period == 0 || work > deadline || deadline > period || n_tasks == 0 || n_tasks > 64 ||
+            skip >= duration || set_runtime > deadline || (reclaim && set_runtime == 0)) {
+                fprintf(stderr, "periodic: need 0 < work <= deadline <= period, skip < duration, 1..64 tasks, "
+                                "--set-deadline at most the deadline, --reclaim only with --set-deadline\n");
                 return 2;
         }
 
         Task tasks[64];
         pthread_t th[64];
         for (unsigned i = 0; i < n_tasks; i++) {
-                tasks[i] = (Task) { .work = work, .period = period, .duration = duration, .skip = skip, .align = align };
+                tasks[i] = (Task) { .work = work, .period = period, .deadline = deadline, .duration = duration,
+                                .skip = skip, .set_runtime = set_runtime, .align = align, .reclaim = reclaim };
                 /* The first task runs in the main thread: an admitted main thread keeps its reservation. */
                 if (i > 0 && pthread_create(&th[i], NULL, run, &tasks[i]) != 0) {
                         fprintf(stderr, "periodic: pthread_create failed\n");
