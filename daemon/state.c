@@ -14,6 +14,7 @@
 #include "basic/hashmap.h"
 #include "basic/macro.h"
 #include "basic/parse.h"
+#include "cpuset.h"
 #include "state.h"
 
 #define STATE_LINE_MAX 512
@@ -356,13 +357,41 @@ static bool origin_plain(unsigned char c) {
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("/._@+:=,~-", c);
 }
 
+/* Whether path is a cgroup path as state.h describes it: "/", or "/" and names joined by "/", none
+ * empty, "." or "..", none with a control byte, and not edfd-partitions or below it. Where a
+ * release writes the process back, nothing but such a path is ever used. */
+static bool origin_path_valid(const char *path) {
+        static const char own[] = "/" CPUSET_DIR;
+
+        if (!path || path[0] != '/')
+                return false;
+        if (path[1] == '\0')
+                return true; /* the root cgroup */
+        if (strncmp(path, own, sizeof own - 1) == 0 && (path[sizeof own - 1] == '\0' || path[sizeof own - 1] == '/'))
+                return false;
+        for (const char *p = path; *p; ) {
+                const char *name = ++p; /* after the '/' */
+                size_t len;
+
+                while (*p && *p != '/') {
+                        unsigned char c = (unsigned char) *p++;
+                        if (c < 0x20 || c == 0x7f)
+                                return false;
+                }
+                len = (size_t) (p - name);
+                if (len == 0 || (len == 1 && name[0] == '.') || (len == 2 && name[0] == '.' && name[1] == '.'))
+                        return false;
+        }
+        return true;
+}
+
 /* "P pid ESCAPED" into buf (STATE_LINE_MAX). -EINVAL, -ENAMETOOLONG as state_write_origin(). */
 static int format_origin(char *buf, uint32_t pid, const char *path) {
         static const char hex[] = "0123456789ABCDEF";
         char esc[STATE_ORIGIN_MAX + 1];
         size_t n = 0;
 
-        if (!path || path[0] != '/')
+        if (!origin_path_valid(path))
                 return -EINVAL;
         for (const unsigned char *p = (const unsigned char *) path; *p; p++) {
                 if (origin_plain(*p)) {
@@ -388,7 +417,8 @@ static int unhex(char c) {
         return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
 }
 
-/* The escaped form back; -EINVAL for anything format_origin() would not have written. */
+/* The escaped form back; -EINVAL for an escape format_origin() would not have written, -EBADF for a
+ * path it would have refused. */
 static int parse_origin(const char *esc, char *ret, size_t size) {
         size_t n = 0;
 
@@ -410,7 +440,7 @@ static int parse_origin(const char *esc, char *ret, size_t size) {
                 ret[n++] = (char) c;
         }
         ret[n] = '\0';
-        return 0;
+        return origin_path_valid(ret) ? 0 : -EBADF;
 }
 
 int state_write_origin(State *s, uint32_t pid, const char *path) {
@@ -566,6 +596,7 @@ static int load_line(Loader *l, char *line, const char **ret_reason) {
         char *hash = strrchr(line, '#'), *f[15];
         uint32_t want;
         size_t n;
+        int k;
 
         if (!hash || hash == line || hash[-1] != ' ' || strlen(hash + 1) != 8)
                 return *ret_reason = "a line without its checksum", -EBADMSG;
@@ -631,8 +662,14 @@ static int load_line(Loader *l, char *line, const char **ret_reason) {
                 StateOrigin o = {};
                 StateOrigin *t;
                 size_t i;
-                if (n != 3 || parse_u32(f[1], &o.pid, NULL) < 0 || o.pid == 0 ||
-                    parse_origin(f[2], o.path, sizeof o.path) < 0)
+                if (n != 3 || parse_u32(f[1], &o.pid, NULL) < 0 || o.pid == 0)
+                        return *ret_reason = "a malformed origin record", -EBADMSG;
+                k = parse_origin(f[2], o.path, sizeof o.path);
+                if (k == -EBADF)
+                        return *ret_reason = "an origin record whose path is no cgroup path edfd writes "
+                                             "(an empty, . or .. component, a control byte, or inside "
+                                             CPUSET_DIR ")", -EBADMSG;
+                if (k < 0)
                         return *ret_reason = "a malformed origin record", -EBADMSG;
                 for (i = 0; i < l->n_origins && l->origins[i].pid != o.pid; i++)
                         ;
@@ -695,6 +732,31 @@ static int move_aside(State *s, StateLoaded *ret, const char *reason, unsigned l
         return open_journal(s);
 }
 
+/* Put STATE_VERSION where the header's number of len digits is, at offset at, padded with spaces
+ * (which the header may hold there): the file keeps its size, and no line moves. */
+_Static_assert(STATE_VERSION < 10, "a version of one digit replaces any older one in place");
+static int mark_version(const char *path, size_t at, size_t len) {
+        char buf[32];
+        int fd;
+        ssize_t w;
+
+        if (len < 1 || len > sizeof buf)
+                return -EINVAL;
+        memset(buf, ' ', len);
+        buf[0] = (char) ('0' + STATE_VERSION);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        w = pwrite(fd, buf, len, (off_t) at);
+        if (w < 0) {
+                int r = -errno;
+                close(fd);
+                return r;
+        }
+        close(fd);
+        return (size_t) w == len ? 0 : -EIO;
+}
+
 void state_loaded_done(StateLoaded *l) {
         free(l->entries);
         free(l->groups);
@@ -714,6 +776,9 @@ int state_load(State *s, StateLoaded *ret) {
         off_t good = 0;
         const char *reason = NULL;
         bool cut = false;
+        unsigned version = 0;
+        char newer[96];
+        size_t version_at = 0, version_len = 0; /* where the header's number is, to mark it newer */
         FILE *f;
         int r = 0;
 
@@ -743,18 +808,29 @@ int state_load(State *s, StateLoaded *ret) {
                 good += len;
                 line[len - 1] = '\0';
                 if (lineno == 1) {
-                        int version = 0;
+                        int v = 0, at = 0, end = 0;
                         unsigned long long next = 0;
-                        if (sscanf(line, STATE_HEADER " %d next=%llu", &version, &next) != 2) {
+                        if (sscanf(line, STATE_HEADER " %n%d%n next=%llu", &at, &v, &end, &next) != 2) {
                                 reason = "no edfd-state header";
                                 r = -EBADMSG;
                                 break;
                         }
-                        if (version != STATE_VERSION) {
+                        if (v < 1) {
                                 reason = "an unknown state version";
                                 r = -EBADMSG;
                                 break;
                         }
+                        version = (unsigned) v;
+                        if (version > STATE_VERSION) {
+                                /* A newer edfd's: records this one may not know, or know otherwise. */
+                                snprintf(newer, sizeof newer, "an unknown state version: %u, newer than this "
+                                         "edfd's %d (written by a newer edfd)", version, STATE_VERSION);
+                                reason = newer;
+                                r = -EBADMSG;
+                                break;
+                        }
+                        version_at = (size_t) at;
+                        version_len = (size_t) (end - at);
                         l.next_id = MAX(next, 1);
                         continue;
                 }
@@ -786,6 +862,7 @@ int state_load(State *s, StateLoaded *ret) {
                 free(l.groups);
                 free(l.origins);
                 s->n_lines = 0;
+                out.version = version;
                 r = move_aside(s, &out, reason, lineno);
                 if (r < 0)
                         return r;
@@ -811,9 +888,19 @@ int state_load(State *s, StateLoaded *ret) {
         out.n_origins = l.n_origins;
         l.origins = NULL;
         out.next_id = l.next_id;
+        out.version = version;
         hashmap_done(&l.by_id);
         free(l.entries);
         free(l.dead);
+        /* An older version's file says this version before anything is appended that its
+         * version does not have (a P record). */
+        if (version > 0 && version < STATE_VERSION) {
+                r = mark_version(s->path, version_at, version_len);
+                if (r < 0) {
+                        state_loaded_done(&out);
+                        return r;
+                }
+        }
 done:
         if (out.next_id == 0)
                 out.next_id = 1;

@@ -31,12 +31,22 @@
  *   G  a group created over D-Bus (dynamic), or its new bandwidth
  *   O  an override of a configured group's bandwidth (SetGroup), until the next reload
  *   D  a dynamic group removed, or an override dropped
+ *   P  where a process moved whole into the v2 partitions came from (below)
  *
- * A file that cannot be read (bad header, another format version, a bad checksum before the last
- * line, an unknown record) is renamed to state.corrupt-<time> for inspection, or to
+ * Versions (the header's number): 1 (edfd 0.1.0) has every record above but P, except that
+ * development builds of 0.2.0 up to b770680 wrote P into version-1 files too; 2 adds P. Every
+ * version up to STATE_VERSION is read, all the same way, and a file of an older version is marked
+ * STATE_VERSION before anything is appended to it. A newer version is not read (the reason names
+ * both versions) and is kept aside as below, like any file this edfd cannot vouch for. An older
+ * reader knows nothing it can skip (an unknown record, or a version not its own, makes the whole
+ * file unreadable), so a record type that an older reader must not meet needs a new version.
+ *
+ * A file that cannot be read (bad header, a version below 1 or above STATE_VERSION, a bad checksum
+ * before the last line, an unknown record, a malformed one) is renamed to state.corrupt-<time> for inspection, or to
  * state.corrupt-<time>-<n> when that name is taken (a kept file is never replaced), and the daemon
- * starts from what the kernel shows. One daemon per state directory: STATE_DIR/lock is held with
- * flock(2). */
+ * starts from what the kernel shows: records depend on each other (an I settles the one before
+ * it, an R ends what an A began), so none is dropped alone. One daemon per state directory:
+ * STATE_DIR/lock is held with flock(2). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,7 +55,7 @@
 #include "core/params.h"
 #include "core/tree.h"
 
-#define STATE_VERSION 1
+#define STATE_VERSION 2
 
 typedef struct StateRecord {
         uint64_t id;
@@ -75,7 +85,11 @@ typedef struct StateGroup {
 /* v2 partitions: the cgroup a process moved whole into edfd-partitions came from (a P record), so
  * that after a restart a release still puts it back there and a stopped service still ends it.
  * The path is kept escaped in the journal (every byte outside [A-Za-z0-9/._@+:=,~-] as %XX); one
- * whose escaped form is longer than STATE_ORIGIN_MAX is not kept. */
+ * whose escaped form is longer than STATE_ORIGIN_MAX is not kept. A path is what the kernel names a
+ * cgroup by, below the cgroup2 mount: "/" (the root cgroup), or "/" and names joined by "/", none
+ * empty, "." or "..", none holding a control byte (0x01-0x1f, 0x7f), and not inside edfd's own
+ * edfd-partitions (a process is recorded only when it moves in from outside). Any other is never
+ * written, and read as a malformed record. */
 #define STATE_ORIGIN_MAX 400
 typedef struct StateOrigin {
         uint32_t pid;
@@ -93,6 +107,7 @@ typedef struct StateLoaded {
         bool torn_tail;         /* the last line was incomplete and ignored */
         char *corrupt_path;     /* set when the file was unreadable and moved here */
         char *corrupt_reason;
+        unsigned version;       /* the version of the file read, also one moved aside (0: there was none) */
 } StateLoaded;
 
 typedef struct State State;
@@ -118,8 +133,8 @@ int state_write_release(State *s, uint64_t id);
 int state_write_group(State *s, bool override, const char *path, uint64_t runtime, uint64_t period);
 int state_write_group_removed(State *s, const char *path);
 /* Where process pid came from (an absolute cgroup path below the mount); a newer record for the
- * same pid replaces it. -EINVAL for a path not starting with '/', -ENAMETOOLONG when its escaped
- * form is longer than STATE_ORIGIN_MAX (nothing written). */
+ * same pid replaces it. -EINVAL for a path that is not one as above, -ENAMETOOLONG when its escaped
+ * form is longer than STATE_ORIGIN_MAX (nothing written either way). */
 int state_write_origin(State *s, uint32_t pid, const char *path);
 
 /* Rewrite the journal as a snapshot of exactly these records, groups and origins (atomic rename). */

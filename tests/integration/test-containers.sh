@@ -304,16 +304,21 @@ P rm -f c2 >/dev/null 2>&1
 # ---- a fork inside: the child follows the group's fork policy (split) ----
 
 # org.edfd.startup=0s: runc init admitted at createRuntime, so the shell's fork is of a deadline thread.
-ctr c4 "${A40[@]}" org.edfd.startup=0s -- sh -c 'sleep 2 & wait'
+# The child waits on a FIFO until the test has looked (a `sleep 2` could end first, under load).
+mkfifo "$tmp/rootfs/c4.fifo"
+ctr c4 "${A40[@]}" org.edfd.startup=0s -- sh -c 'read x </c4.fifo & wait'
 id4=$(id_of c4)
 if [ "$rc" = 0 ] && wait_for 3 n_reservations 2 "containers/$id4"; then
-        ok "sh -c 'sleep 1 & wait' inside: the child is admitted too (fork: split)"
+        ok "sh -c 'read x </c4.fifo & wait' inside: the child is admitted too (fork: split)"
 else
-        not_ok "sh -c 'sleep 1 & wait' inside: the child is admitted too (fork: split)" "rc $rc" "$err" "$(reservations_of "containers/$id4")"
+        not_ok "sh -c 'read x </c4.fifo & wait' inside: the child is admitted too (fork: split)" "rc $rc" "$err" \
+                "$(reservations_of "containers/$id4")" "$(P ps -a --filter name=c4 2>&1)" "$(P logs c4 2>&1)"
 fi
 res=$(reservations_of "containers/$id4" | awk '{ s += $3 } END { print NR, s }')
 [ "$res" = "2 4000000" ] && ok "the split halves add up to the container's 4ms" || not_ok "the split halves add up to the container's 4ms" "$res"
+timeout 10 sh -c "echo >'$tmp/rootfs/c4.fifo'" # the child reads it and ends; then the shell
 run P wait c4
+rm -f "$tmp/rootfs/c4.fifo"
 [ "$out" = 0 ] && ok "the container's shell ends normally (exit 0)" || not_ok "the container's shell ends normally (exit 0)" "$out" "$err"
 P rm c4 >/dev/null 2>&1
 [ "$(group_state "containers/$id4")" = absent ] && ok "its group is gone after rm" || not_ok "its group is gone after rm" "$(group_state "containers/$id4")"

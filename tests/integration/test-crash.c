@@ -518,6 +518,11 @@ Test(crash, state_of_another_version_is_kept_aside) {
                   "%s is not the state file of version %d as it was:\n%s", kept_path, version + 1, kept);
         log = slurp(h->log_path, NULL);
         cr_assert(strstr(log, "unknown state version"), "edfd's log does not say the state version is unknown");
+        {
+                char both[96];
+                snprintf(both, sizeof both, "version: %d, newer than this edfd's %d", version + 1, version);
+                cr_assert(strstr(log, both), "edfd's log does not name both versions (%s):\n%s", both, log);
+        }
         cr_assert(strstr(log, kept_path), "edfd's log does not name %s", kept_path);
         /* A new journal of this edfd's own version in its place. */
         fresh = slurp(state_path, NULL);

@@ -138,15 +138,21 @@ run_example() { # NAME BINARY [ENV...]: admits itself, 50 jobs of 200 us every 1
 }
 run_example "periodic example" "$example"
 
-# It really ran as SCHED_DEADLINE while admitted: the kernel's view of it, mid-run.
+# It really ran as SCHED_DEADLINE while admitted: the kernel's view of it, mid-run (its 300 jobs
+# last 3 s from its admission; a failure says whether it still ran, and what it printed).
 "$example" -T 1000 -P 10000 -w 200 -n 300 >"$tmp/long.out" 2>&1 &
-pids+=($!)
+long_pid=$!
+pids+=($long_pid)
 for _ in $(seq 100); do grep -q "^admitted" "$tmp/long.out" && break; sleep 0.02; done
+if ! grep -q "^admitted" "$tmp/long.out"; then
+        not_ok "periodic example: admitted for its second run within 2 s" "$(cat "$tmp/long.out")"
+fi
 check "periodic example: SCHED_DEADLINE 1000000/10000000/10000000 while it runs" \
-        bash -c "chrt -p $! | grep -q 'SCHED_DEADLINE' && chrt -p $! | grep -q '1000000/10000000/10000000'"
+        bash -c "chrt -p $long_pid | grep -q 'SCHED_DEADLINE' && chrt -p $long_pid | grep -q '1000000/10000000/10000000' ||
+                 { echo \"process $long_pid: \$(chrt -p $long_pid 2>&1 || echo ended)\"; cat '$tmp/long.out'; exit 1; }"
 long_id=$(sed -n 's/^admitted reservation \([0-9]*\):.*/\1/p' "$tmp/long.out")
-check "periodic example: edfd lists it in group apps" listed "$long_id" apps "$!"
-wait "$!"
+check "periodic example: edfd lists it in group apps" listed "$long_id" apps "$long_pid"
+wait "$long_pid"
 check "periodic example: its second run ran its 300 jobs" grep -q "^ran 300 jobs of 200 us" "$tmp/long.out"
 
 expect "periodic example over budget: exit 1, edfd's reason and the error name" 1 "" \

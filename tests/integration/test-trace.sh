@@ -28,6 +28,7 @@ I=org.edfd.Admission1.Manager
 
 tmp=$(mktemp -d /tmp/test-trace.XXXXXX)
 bg_pids=()
+workloads=() # "PID FILE": each workload started and where its output goes, shown when a test failed
 trace_pids=()
 bus_pid= edfd_pid= addr=
 
@@ -89,6 +90,28 @@ bcall() {
         busctl --address="$addr" "$@"
 }
 
+# reap PID: once the workload PID has ended, its exit status in ended[PID]. In this shell, not in a
+# $(...), which cannot wait for this shell's children.
+declare -A ended=()
+reap() {
+        if [ -z "${ended[$1]:-}" ] && ! kill -0 "$1" 2>/dev/null; then
+                wait "$1" 2>/dev/null
+                ended[$1]=$?
+        fi
+}
+
+# workload_state PID FILE (after reap PID): whether the workload still runs, in which state and
+# policy, or how it ended; then its output.
+workload_state() {
+        if [ -n "${ended[$1]:-}" ]; then
+                echo "process $1 has ended, exit status ${ended[$1]}"
+        else
+                echo "process $1 runs (state $(cut -d' ' -f3 "/proc/$1/stat" 2>&1)): $(chrt -p "$1" 2>&1 | head -1)"
+        fi
+        echo "its output ($2):"
+        cat "$2" 2>/dev/null
+}
+
 # json_check PY_EXPR: evaluates the expression on the report in $out (d), with t = its only thread.
 json_check() {
         python3 -c 'import json,sys
@@ -143,10 +166,12 @@ fi
 
 # admit_periodic RUNTIME WORK: periodic (period 10 ms) admitted by edfd; sets per_pid and res_id.
 admit_periodic() {
-        "$edfctl" admit -T "$1" -P 10ms -- "$periodic" --work "$2" --period 10ms --duration 60s --quiet \
-                >"$tmp/periodic.out" 2>&1 &
+        per_out="$tmp/periodic-$1-$2.out"
+        "$edfctl" admit -T "$1" -P 10ms -- "$periodic" --work "$2" --period 10ms --duration 600s --quiet \
+                >"$per_out" 2>&1 &
         per_pid=$!
         bg_pids+=("$per_pid")
+        workloads+=("$per_pid $per_out")
         res_id=
         wait_for grep -qx periodic "/proc/$per_pid/comm" || return 1
         for _ in $(seq 100); do
@@ -160,8 +185,12 @@ print(next((e[0] for e in json.load(sys.stdin)["data"][0] if e[1]==int(sys.argv[
 }
 
 stop_periodic() {
-        kill "$per_pid" 2>/dev/null
-        wait "$per_pid" 2>/dev/null
+        reap "$per_pid" # it may have ended on its own: then that is its status
+        if [ -z "${ended[$per_pid]:-}" ]; then
+                kill "$per_pid" 2>/dev/null
+                wait "$per_pid" 2>/dev/null
+                ended[$per_pid]="$? (stopped by the test)"
+        fi
 }
 
 traced_tests() {
@@ -190,7 +219,8 @@ traced_tests() {
 
         # The overrun: 3 ms of work on a 2 ms runtime.
         if ! admit_periodic 2ms 3ms; then
-                not_ok "periodic 2ms/10ms with 3 ms of work is admitted" "$(cat "$tmp/periodic.out")" "$(cat "$tmp/edfd.log")"
+                reap "$per_pid"
+                not_ok "periodic 2ms/10ms with 3 ms of work is admitted" "$(workload_state "$per_pid" "$per_out")"
                 return
         fi
         ok "periodic 2ms/10ms with 3 ms of work is admitted (reservation #$res_id)"
@@ -230,7 +260,8 @@ traced_tests() {
 
         # The well-budgeted task, alone: 1 ms of work on 3 ms.
         if ! admit_periodic 3ms 1ms; then
-                not_ok "periodic 3ms/10ms with 1 ms of work is admitted" "$(cat "$tmp/periodic.out")"
+                reap "$per_pid"
+                not_ok "periodic 3ms/10ms with 1 ms of work is admitted" "$(workload_state "$per_pid" "$per_out")"
                 return
         fi
         run_trace -d 2s --json
@@ -279,18 +310,30 @@ traced_tests() {
         stop_periodic
 
         # A thread that ends its jobs with sched_yield() (libedfd's edfd_job_done()): its jobs are
-        # seen, each ended by the yield, and a yield is not a throttle.
+        # seen, each ended by the yield, and a yield is not a throttle. The example runs until it is
+        # stopped (60,000 jobs: 10 minutes), so that it is alive whenever the trace starts: with 400
+        # (4 s from its admission) a slow start of the trace, or a wait for the admission that timed
+        # out unnoticed, traced a process that had ended ("no such process").
         if [ -x "$periodic_example" ]; then
-                "$periodic_example" -T 1000 -P 10000 -w 200 -n 400 -g apps >"$tmp/example.out" 2>&1 &
+                "$periodic_example" -T 1000 -P 10000 -w 200 -n 60000 -g apps >"$tmp/example.out" 2>&1 &
                 per_pid=$!
                 bg_pids+=("$per_pid")
-                wait_for sh -c "chrt -p $per_pid 2>/dev/null | grep -q SCHED_DEADLINE"
-                sleep 0.3
-                run_trace -p "$per_pid" -d 1s --json
-                if [ "$rc" = 0 ] && json_check 't["tid"]=='"$per_pid"' and t["jobs"] >= 50 and t["throttled"] <= max(1, t["jobs"] // 100)' >/dev/null; then
-                        ok "jobs ended by sched_yield() (edfd_job_done): seen, and not taken for throttles"
+                workloads+=("$per_pid $tmp/example.out")
+                if ! wait_for sh -c "grep -q '^admitted reservation' '$tmp/example.out' &&
+                                     chrt -p $per_pid 2>/dev/null | grep -q SCHED_DEADLINE"; then
+                        reap "$per_pid"
+                        not_ok "the libedfd example is admitted and a deadline thread" \
+                                "$(workload_state "$per_pid" "$tmp/example.out")"
                 else
-                        not_ok "jobs ended by sched_yield() (edfd_job_done): seen, and not taken for throttles" "exit $rc" "$out" "$err"
+                        sleep 0.3
+                        run_trace -p "$per_pid" -d 1s --json
+                        if [ "$rc" = 0 ] && json_check 't["tid"]=='"$per_pid"' and t["jobs"] >= 50 and t["throttled"] <= max(1, t["jobs"] // 100)' >/dev/null; then
+                                ok "jobs ended by sched_yield() (edfd_job_done): seen, and not taken for throttles"
+                        else
+                                reap "$per_pid"
+                                not_ok "jobs ended by sched_yield() (edfd_job_done): seen, and not taken for throttles" \
+                                        "exit $rc" "$out" "$err" "$(workload_state "$per_pid" "$tmp/example.out")"
+                        fi
                 fi
                 stop_periodic
         else
@@ -302,8 +345,12 @@ if [ -n "$why_not" ]; then
         skip "edfd-trace against a running edfd" "$why_not"
 else
         traced_tests
-        if [ "$failed" -gt 0 ] && [ -s "$tmp/edfd.log" ]; then
-                sed 's/^/# edfd: /' "$tmp/edfd.log"
+        if [ "$failed" -gt 0 ]; then
+                for w in "${workloads[@]}"; do
+                        reap "${w%% *}"
+                        workload_state "${w%% *}" "${w#* }" | sed 's/^/# workload: /'
+                done
+                [ -s "$tmp/edfd.log" ] && sed 's/^/# edfd: /' "$tmp/edfd.log"
         fi
         check "no trace instance of ours is left" no_instance_left
 fi

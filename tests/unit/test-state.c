@@ -151,7 +151,7 @@ static void clean_stop_leaves_only_records(void) {
         text = slurp(&len);
         cr_assert_eq(count_nul(text, len), 0, "a clean stop left %zu NUL bytes in the journal", count_nul(text, len));
         cr_assert(len > 0 && text[len - 1] == '\n', "the journal does not end with a complete line");
-        cr_assert_eq(strncmp(text, "edfd-state 1 next=1\n", 20), 0, "%.40s", text);
+        cr_assert_eq(strncmp(text, "edfd-state 2 next=1\n", 20), 0, "%.40s", text);
         free(text);
 
         s = open_loaded(&l);
@@ -402,7 +402,8 @@ Test(state, the_cpu_of_a_partitioned_reservation, .init = setup_shm, .fini = tea
 }
 
 /* Where a process moved into the v2 partitions came from: kept over a restart (P records),
- * escaped, the newest per pid, through a rewrite; refused when too long or not absolute. */
+ * escaped, the newest per pid, through a rewrite; refused when too long, not absolute, or not a
+ * plain cgroup path (a_malformed_origin_is_corrupt has those). */
 Test(state, origins, .init = setup_shm, .fini = teardown) {
         StateLoaded l = {};
         State *s = open_loaded(&l);
@@ -412,7 +413,7 @@ Test(state, origins, .init = setup_shm, .fini = teardown) {
 
         state_loaded_done(&l);
         cr_assert_eq(state_write_origin(s, 42, "/system.slice/old.service"), 0);
-        cr_assert_eq(state_write_origin(s, 42, "/system.slice/a b#%\x01.service"), 0, "a newer one for pid 42");
+        cr_assert_eq(state_write_origin(s, 42, "/system.slice/a b#%\xc3\xa9.service"), 0, "a newer one for pid 42");
         cr_assert_eq(state_write_origin(s, 7, "/"), 0);
         cr_assert_eq(state_write_origin(s, 8, "relative"), -EINVAL);
         cr_assert_eq(state_write_origin(s, 8, NULL), -EINVAL);
@@ -425,7 +426,7 @@ Test(state, origins, .init = setup_shm, .fini = teardown) {
         cr_assert_eq(state_write_origin(s, 9, long_path), -ENAMETOOLONG, "too long once escaped");
         state_free(s);
         buf = slurp(&len);
-        cr_assert(strstr(buf, "P 42 /system.slice/a%20b%23%25%01.service #"), "escaped: %s", buf);
+        cr_assert(strstr(buf, "P 42 /system.slice/a%20b%23%25%C3%A9.service #"), "escaped: %s", buf);
         cr_assert_null(strstr(buf, "P 9 "), "nothing written for what was refused: %s", buf);
         free(buf);
 
@@ -433,7 +434,7 @@ Test(state, origins, .init = setup_shm, .fini = teardown) {
         cr_assert_eq(l.n_origins, 2);
         for (size_t i = 0; i < l.n_origins; i++)
                 if (l.origins[i].pid == 42)
-                        cr_assert_str_eq(l.origins[i].path, "/system.slice/a b#%\x01.service");
+                        cr_assert_str_eq(l.origins[i].path, "/system.slice/a b#%\xc3\xa9.service");
                 else {
                         cr_assert_eq(l.origins[i].pid, 7);
                         cr_assert_str_eq(l.origins[i].path, "/");
@@ -463,29 +464,333 @@ static uint32_t fnv(const char *s) {
         return h;
 }
 
+/* A P record edfd would not write is malformed, and a malformed record makes the file corrupt (it is
+ * kept aside whole: state.h). Among them the paths a release must never write a process back to:
+ * `..` or `.` components, empty ones, control bytes (an escaped newline), escaped or not, and
+ * edfd's own edfd-partitions. */
 Test(state, a_malformed_origin_is_corrupt, .init = setup_shm, .fini = teardown) {
-        static const char *const bad[] = { "P 0 /x", "P 5 x", "P 5 /a%2", "P 5 /a%00", "P 5 /a%zz", "P 5 /a b",
-                                           "P 5", "P x /a", "P 5 /a\x7f" };
+        static const char *const bad[] = {
+                "P 0 /x", "P 5 x", "P 5 /a%2", "P 5 /a%00", "P 5 /a%zz", "P 5 /a b", "P 5", "P x /a", "P 5 /a\x7f",
+                "P 5 /system.slice/../../etc%0Ax", "P 5 /a/../b", "P 5 /..", "P 5 /a/..", "P 5 /a/./b", "P 5 /.",
+                "P 5 //a", "P 5 /a//b", "P 5 /a/", "P 5 /a%0Ab", "P 5 /a%09b", "P 5 /a%7F", "P 5 /a%01",
+                "P 5 /a%2F..%2Fb", "P 5 /a/%2E%2E/b", "P 5 /a/%2e", "P 5 /a%2F", "P 5 /edfd-partitions",
+                "P 5 /edfd-partitions/cpu1", "P 5 /edfd-partitions%2Fcpu1",
+        };
 
-        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        static const char good[] = "A 1 1001 1001 1000 77 apps 1000000 10000000 10000000 1 0 0";
+
+        for (unsigned version = 1; version <= 2; version++) /* b770680 wrote P into version-1 files */
+                for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+                        StateLoaded l = {};
+                        State *s = NULL;
+                        char *text;
+                        size_t len;
+                        FILE *f;
+
+                        f = fopen(path, "we");
+                        cr_assert(f);
+                        fprintf(f, "edfd-state %u next=1\n%s #%08" PRIx32 "\n%s #%08" PRIx32 "\n", version, good,
+                                fnv(good), bad[i], fnv(bad[i]));
+                        fclose(f);
+                        cr_assert_eq(state_open(&s, dir), 0);
+                        cr_assert_eq(state_load(s, &l), 0);
+                        cr_assert_not_null(l.corrupt_path, "version %u: accepted: %s", version, bad[i]);
+                        cr_assert(strstr(l.corrupt_reason, "line 3: ") && strstr(l.corrupt_reason, "origin record"),
+                                  "%s: %s", bad[i], l.corrupt_reason);
+                        cr_assert_eq(l.n_entries, 0, "the reservation before the bad record is not kept aside with it");
+                        cr_assert_eq(l.n_origins, 0);
+                        unlink(l.corrupt_path);
+                        state_loaded_done(&l);
+                        state_free(s);
+                        text = slurp(&len);
+                        cr_assert_eq(strncmp(text, "edfd-state 2 next=1\n", 20), 0, "not started afresh: %s", text);
+                        free(text);
+                }
+}
+
+/* What a P record may hold and state_write_origin() refuses (-EINVAL, nothing written): the
+ * paths a_malformed_origin_is_corrupt reads as malformed, unescaped; and what is a plain cgroup
+ * path although it looks close to one of them, written and read back as it was. */
+Test(state, origin_paths, .init = setup_shm, .fini = teardown) {
+        static const char *const refused[] = {
+                "/system.slice/../../etc\nx", "/a/../b", "/..", "/a/..", "/a/./b", "/.", "//a", "/a//b", "/a/",
+                "/a\nb", "/a\tb", "/a\x7f", "/a\x01", "/edfd-partitions", "/edfd-partitions/cpu1", "", "a/b",
+        };
+        static const char *const kept[] = {
+                "/", "/a/..b", "/a/.b", "/a../b", "/...", "/a.", "/edfd-partitions-old", "/edfd-partitionsx/y",
+                "/user.slice/user-1000.slice/caf\xc3\xa9.scope",
+        };
+        StateLoaded l = {};
+        State *s = open_loaded(&l);
+        size_t len;
+        char *buf;
+
+        state_loaded_done(&l);
+        for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+                cr_assert_eq(state_write_origin(s, 5, refused[i]), -EINVAL, "accepted: \"%s\"", refused[i]);
+        for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++)
+                cr_assert_eq(state_write_origin(s, (uint32_t) (100 + i), kept[i]), 0, "refused: \"%s\"", kept[i]);
+        state_free(s);
+        buf = slurp(&len);
+        cr_assert_null(strstr(buf, "P 5 "), "something refused was written: %s", buf);
+        free(buf);
+
+        s = open_loaded(&l);
+        cr_assert_eq(l.n_origins, sizeof kept / sizeof kept[0]);
+        for (size_t i = 0; i < l.n_origins; i++) {
+                cr_assert(l.origins[i].pid >= 100 && l.origins[i].pid < 100 + sizeof kept / sizeof kept[0]);
+                cr_assert_str_eq(l.origins[i].path, kept[l.origins[i].pid - 100]);
+        }
+        state_loaded_done(&l);
+        state_free(s);
+}
+
+static void put_file(const char *text) {
+        FILE *f = fopen(path, "we");
+
+        cr_assert(f, "%s: %s", path, strerror(errno));
+        cr_assert_geq(fputs(text, f), 0);
+        cr_assert_eq(fclose(f), 0);
+}
+
+/* Journals as earlier edfds wrote them, each by that version's own daemon/state.c (its
+ * state_write_*() and state_rewrite() calls, the output kept byte for byte):
+ *
+ * - b770680 (0.2.0 in development): P records in a file marked version 1, a reservation of
+ *   partitioned placement (the 14th field), an intent settled by its A, a split child's intent
+ *   (donor 1), a released reservation, dynamic groups created and removed, an override; */
+static const char journal_b770680[] =
+        "edfd-state 1 next=1\n"
+        "G apps/dyn 2000000 10000000 #1f86eea1\n"
+        "O apps 3000000 10000000 #272ef8b8\n"
+        "G apps/gone 1000000 10000000 #29fd1218\n"
+        "D apps/gone #c4c11845\n"
+        "I 1 1001 1001 1000 77 apps 1000000 10000000 10000000 1 0 0 #beb84930\n"
+        "A 1 1001 1001 1000 77 apps 1000000 10000000 10000000 1 0 0 #a176a028\n"
+        "I 2 1001 1002 1000 77 apps 500000 10000000 10000000 1 1 0 #22cdf5b1\n"
+        "I 3 1003 1003 1000 77 rt/part 1000000 10000000 10000000 1 0 0 1 #0282ba33\n"
+        "P 1003 /system.slice/rt%20app.service #92d2bce1\n"
+        "I 4 1004 1004 1000 77 apps 1000000 10000000 10000000 1 0 0 #da26c653\n"
+        "R 4 #68edb861\n";
+/* - b770680's snapshot (state_rewrite(): the header's next id, A records, P records); */
+static const char snapshot_b770680[] =
+        "edfd-state 1 next=5\n"
+        "G apps/dyn 2000000 10000000 #1f86eea1\n"
+        "A 3 1003 1003 1000 77 rt/part 1000000 10000000 10000000 1 0 0 1 #438c090b\n"
+        "P 1003 /system.slice/rt%20app.service #92d2bce1\n";
+/* - 576a407, before partitioned placement: 13 fields, no P. */
+static const char journal_576a407[] =
+        "edfd-state 1 next=1\n"
+        "G apps/dyn 2000000 10000000 #1f86eea1\n"
+        "O apps 3000000 10000000 #272ef8b8\n"
+        "I 1 1001 1001 1000 77 apps 1000000 10000000 10000000 1 0 0 #beb84930\n"
+        "A 1 1001 1001 1000 77 apps 1000000 10000000 10000000 1 0 0 #a176a028\n"
+        "I 2 1001 1002 1000 77 apps 500000 10000000 10000000 1 1 0 #22cdf5b1\n"
+        "I 4 1004 1004 1000 77 apps 1000000 10000000 10000000 1 0 0 #da26c653\n"
+        "R 4 #68edb861\n";
+
+static void assert_group(const StateLoaded *l, size_t i, const char *path_, bool override, uint64_t runtime) {
+        cr_assert_lt(i, l->n_groups);
+        cr_assert_str_eq(l->groups[i].path, path_);
+        cr_assert_eq(l->groups[i].override, override, "%s", path_);
+        cr_assert_eq(l->groups[i].runtime, runtime, "%s", path_);
+        cr_assert_eq(l->groups[i].period, 10000000, "%s", path_);
+}
+
+/* Reservations 1 (committed) and 2 (a split child's intent) as both older journals hold them. */
+static void assert_reservations_1_2(const StateLoaded *l) {
+        cr_assert(l->entries[0].has_committed && !l->entries[0].has_intent);
+        cr_assert_eq(l->entries[0].committed.id, 1);
+        cr_assert_eq(l->entries[0].committed.tid, 1001);
+        cr_assert_eq(l->entries[0].committed.identity, 77);
+        cr_assert_str_eq(l->entries[0].committed.group, "apps");
+        cr_assert_eq(l->entries[0].committed.params.runtime, 1000000);
+        cr_assert(!l->entries[0].committed.partitioned);
+        cr_assert(l->entries[1].has_intent && !l->entries[1].has_committed);
+        cr_assert_eq(l->entries[1].intent.id, 2);
+        cr_assert_eq(l->entries[1].intent.tid, 1002);
+        cr_assert_eq(l->entries[1].intent.donor, 1);
+        cr_assert_eq(l->entries[1].intent.params.runtime, 500000);
+}
+
+/* The file as given, but for the header's version: now this edfd's. Then a record appended, and
+ * all of it read again. */
+static void assert_marked_and_appendable(State *s, const char *was) {
+        StateLoaded l = {};
+        size_t len;
+        char *buf = slurp(&len);
+
+        len -= count_nul(buf, len); /* the room allocated ahead for appending */
+        cr_assert_eq(len, strlen(was), "the records changed size when they were read:\n%s", buf);
+        cr_assert_eq(strncmp(buf, "edfd-state 2 ", 13), 0, "not marked version 2: %.30s", buf);
+        cr_assert_eq(memcmp(buf + 13, was + 13, len - 13), 0, "more changed than the version:\n%s", buf);
+        free(buf);
+        cr_assert_eq(state_write_origin(s, 1004, "/user.slice"), 0);
+        state_free(s);
+        s = open_loaded(&l);
+        cr_assert_eq(l.version, 2);
+        cr_assert_eq(l.origins[l.n_origins - 1].pid, 1004);
+        state_loaded_done(&l);
+        state_free(s);
+}
+
+Test(state, reads_the_journal_of_b770680, .init = setup_shm, .fini = teardown) {
+        StateLoaded l = {};
+        State *s;
+
+        put_file(journal_b770680);
+        s = open_loaded(&l);
+        cr_assert_eq(l.version, 1);
+        cr_assert_eq(l.n_entries, 3, "%zu reservations", l.n_entries);
+        assert_reservations_1_2(&l);
+        cr_assert(l.entries[2].has_intent && !l.entries[2].has_committed);
+        cr_assert_eq(l.entries[2].intent.id, 3);
+        cr_assert_str_eq(l.entries[2].intent.group, "rt/part");
+        cr_assert(l.entries[2].intent.partitioned);
+        cr_assert_eq(l.entries[2].intent.cpu, 1);
+        cr_assert_eq(l.n_groups, 2);
+        assert_group(&l, 0, "apps/dyn", false, 2000000);
+        assert_group(&l, 1, "apps", true, 3000000);
+        cr_assert_eq(l.n_origins, 1);
+        cr_assert_eq(l.origins[0].pid, 1003);
+        cr_assert_str_eq(l.origins[0].path, "/system.slice/rt app.service");
+        cr_assert_eq(l.next_id, 5);
+        state_loaded_done(&l);
+        assert_marked_and_appendable(s, journal_b770680);
+}
+
+Test(state, reads_a_snapshot_of_b770680, .init = setup_shm, .fini = teardown) {
+        StateLoaded l = {};
+        State *s;
+
+        put_file(snapshot_b770680);
+        s = open_loaded(&l);
+        cr_assert_eq(l.version, 1);
+        cr_assert_eq(l.n_entries, 1);
+        cr_assert(l.entries[0].has_committed && l.entries[0].committed.partitioned && l.entries[0].committed.cpu == 1);
+        cr_assert_eq(l.n_groups, 1);
+        assert_group(&l, 0, "apps/dyn", false, 2000000);
+        cr_assert_eq(l.n_origins, 1);
+        cr_assert_str_eq(l.origins[0].path, "/system.slice/rt app.service");
+        cr_assert_eq(l.next_id, 5);
+        state_loaded_done(&l);
+        assert_marked_and_appendable(s, snapshot_b770680);
+}
+
+Test(state, reads_a_journal_from_before_partitions, .init = setup_shm, .fini = teardown) {
+        StateLoaded l = {};
+        State *s;
+
+        put_file(journal_576a407);
+        s = open_loaded(&l);
+        cr_assert_eq(l.version, 1);
+        cr_assert_eq(l.n_entries, 2);
+        assert_reservations_1_2(&l);
+        cr_assert_eq(l.n_groups, 2);
+        assert_group(&l, 0, "apps/dyn", false, 2000000);
+        assert_group(&l, 1, "apps", true, 3000000);
+        cr_assert_eq(l.n_origins, 0);
+        cr_assert_eq(l.next_id, 5);
+        state_loaded_done(&l);
+        assert_marked_and_appendable(s, journal_576a407);
+}
+
+/* A file this edfd writes says version 2, from the start and after a rewrite. */
+Test(state, writes_version_2, .init = setup_shm, .fini = teardown) {
+        StateLoaded l = {};
+        State *s = open_loaded(&l);
+        StateRecord r = rec(1);
+        size_t len;
+        char *buf;
+
+        cr_assert_eq(l.version, 0, "no file yet");
+        state_loaded_done(&l);
+        cr_assert_eq(state_write_reservation(s, false, &r), 0);
+        buf = slurp(&len);
+        cr_assert_eq(strncmp(buf, "edfd-state 2 next=1\n", 20), 0, "%.30s", buf);
+        free(buf);
+        cr_assert_eq(state_rewrite(s, &r, 1, NULL, 0, NULL, 0, 2), 0);
+        state_free(s);
+        buf = slurp(&len);
+        cr_assert_eq(strncmp(buf, "edfd-state 2 next=2\n", 20), 0, "%.30s", buf);
+        free(buf);
+        s = open_loaded(&l);
+        cr_assert_eq(l.version, 2);
+        state_loaded_done(&l);
+        state_free(s);
+}
+
+/* A newer edfd's journal (a version above 2, a record this one does not know): not read, kept aside
+ * byte for byte with a reason that names both versions, and a fresh journal of version 2 in its
+ * place. */
+Test(state, a_newer_version_is_kept_aside, .init = setup_shm, .fini = teardown) {
+        static const char *const newer[] = { "edfd-state 3 next=9\nW 9 1234 /x 0 #00000000\n", "edfd-state 10 next=1\n" };
+        static const char *const why[] = { "line 1: an unknown state version: 3, newer than this edfd's 2",
+                                           "line 1: an unknown state version: 10, newer than this edfd's 2" };
+        static const unsigned want[] = { 3, 10 };
+
+        for (size_t i = 0; i < 2; i++) {
                 StateLoaded l = {};
-                State *s = open_loaded(&l);
-                FILE *f;
+                State *s = NULL;
+                size_t len;
+                char *buf;
 
-                state_loaded_done(&l);
-                state_free(s);
-                f = fopen(path, "we");
-                cr_assert(f);
-                fprintf(f, "edfd-state 1 next=1\n%s #%08" PRIx32 "\n", bad[i], fnv(bad[i]));
-                fclose(f);
+                put_file(newer[i]);
                 cr_assert_eq(state_open(&s, dir), 0);
                 cr_assert_eq(state_load(s, &l), 0);
-                cr_assert_not_null(l.corrupt_path, "accepted: %s", bad[i]);
-                cr_assert(strstr(l.corrupt_reason, "origin") || strstr(l.corrupt_reason, "unknown"), "%s: %s", bad[i],
-                          l.corrupt_reason);
-                cr_assert_eq(l.n_origins, 0);
-                unlink(l.corrupt_path);
-                state_loaded_done(&l);
+                cr_assert_not_null(l.corrupt_path, "version %u was read", want[i]);
+                cr_assert_eq(strncmp(l.corrupt_reason, why[i], strlen(why[i])), 0, "%s", l.corrupt_reason);
+                cr_assert_eq(l.version, want[i]);
+                cr_assert_eq(l.n_entries + l.n_groups + l.n_origins, 0);
                 state_free(s);
+                buf = slurp(&len);
+                cr_assert_eq(strncmp(buf, "edfd-state 2 next=1\n", 20), 0, "%.30s", buf);
+                free(buf);
+                snprintf(path, sizeof path, "%s", l.corrupt_path);
+                buf = slurp(&len);
+                cr_assert_str_eq(buf, newer[i], "the newer journal was not kept as it was");
+                free(buf);
+                unlink(l.corrupt_path);
+                snprintf(path, sizeof path, "%s/state", dir);
+                state_loaded_done(&l);
         }
+}
+
+/* An empty file, and one cut in the middle of its header: nothing was recorded, and a journal of
+ * version 2 begins. */
+Test(state, an_empty_or_torn_header_starts_afresh, .init = setup_shm, .fini = teardown) {
+        static const char *const files[] = { "", "edfd-state 1 ne" };
+
+        for (size_t i = 0; i < 2; i++) {
+                StateLoaded l = {};
+                State *s;
+                StateRecord r = rec(1);
+                size_t len;
+                char *buf;
+
+                put_file(files[i]);
+                s = open_loaded(&l);
+                cr_assert_eq(l.n_entries, 0);
+                state_loaded_done(&l);
+                cr_assert_eq(state_write_reservation(s, false, &r), 0);
+                state_free(s);
+                buf = slurp(&len);
+                cr_assert_eq(strncmp(buf, "edfd-state 2 next=1\nA 1 ", 24), 0, "%.40s", buf);
+                free(buf);
+        }
+}
+
+/* A version below 1 is nothing any edfd wrote: corrupt, as before. */
+Test(state, version_0_is_corrupt, .init = setup_shm, .fini = teardown) {
+        StateLoaded l = {};
+        State *s = NULL;
+
+        put_file("edfd-state 0 next=1\n");
+        cr_assert_eq(state_open(&s, dir), 0);
+        cr_assert_eq(state_load(s, &l), 0);
+        cr_assert_not_null(l.corrupt_path);
+        cr_assert(strstr(l.corrupt_reason, "version"), "%s", l.corrupt_reason);
+        unlink(l.corrupt_path);
+        state_loaded_done(&l);
+        state_free(s);
 }
