@@ -148,7 +148,8 @@ if ! wait_for test -s "$tmp/address"; then
 fi
 addr=$(head -1 "$tmp/address")
 export DBUS_SYSTEM_BUS_ADDRESS=$addr
-printf 'capacity: auto\ndefault-group: apps\ngroups:\n  apps:\n    bandwidth: 40%%\n' >"$tmp/edfd.yaml"
+# reclaim off: the overruns below must be throttled (reclaim would let them run on in idle time).
+printf 'reclaim: off\ncapacity: auto\ndefault-group: apps\ngroups:\n  apps:\n    bandwidth: 40%%\n' >"$tmp/edfd.yaml"
 mkdir -p "$tmp/state"
 
 # no_throttles NAME SETTLE SECONDS CMD...: CMD, once a deadline thread, is throttled at most once in
