@@ -315,6 +315,9 @@ static int yaml_task_fields(Parser *p, Yaml *y, Fields *fl, char **values) {
                         return r;
                 if (y->event.type != YAML_SCALAR_EVENT)
                         return fail(p, yaml_line(y), "%s must be a scalar", key_names[k]);
+                /* "\0" or "\u0000" in a quoted scalar: the value is longer than its C string. */
+                if (memchr(y->event.data.scalar.value, '\0', y->event.data.scalar.length))
+                        return fail(p, yaml_line(y), "%s holds a NUL byte", key_names[k]);
                 values[k] = strndup((const char *) y->event.data.scalar.value, y->event.data.scalar.length);
                 if (!values[k])
                         return -ENOMEM;
@@ -356,7 +359,8 @@ static int parse_yaml_events(Parser *p, Yaml *y) {
                         return r;
                 if (y->event.type == YAML_MAPPING_END_EVENT)
                         break;
-                if (y->event.type != YAML_SCALAR_EVENT || strcmp((const char *) y->event.data.scalar.value, "tasks") != 0)
+                if (y->event.type != YAML_SCALAR_EVENT || y->event.data.scalar.length != 5 ||
+                    memcmp(y->event.data.scalar.value, "tasks", 5) != 0)
                         return fail(p, yaml_line(y), "unknown key \"%s\" (expected tasks)",
                                     y->event.type == YAML_SCALAR_EVENT
                                             ? quote((const char *) y->event.data.scalar.value, y->event.data.scalar.length, q)

@@ -92,6 +92,10 @@ fi
 
 printf 'runtime,period\n5,10ms\n' >"$tmp/bad.csv"
 expect "a bad file names the line and the problem" 2 '^edfctl: .*bad\.csv:2: runtime "5" has no unit' -- plan --cpus 1 "$tmp/bad.csv"
+# An escaped NUL in a YAML scalar: refused (the ASan suite runs this too: the reader used to read
+# past the copy it made of the value).
+printf 'tasks:\n  - { name: a, runtime: "5ms\\u0000xyzw", period: 10ms }\n' >"$tmp/nul.yaml"
+expect "a YAML value holding a NUL byte is refused" 2 '^edfctl: .*nul\.yaml:2: runtime holds a NUL byte$' -- plan --cpus 1 "$tmp/nul.yaml"
 expect "a missing file" 2 '^edfctl: cannot read .*/nope\.csv: No such file or directory$' -- plan "$tmp/nope.csv"
 expect "a directory" 2 '^edfctl: cannot read .*: Is a directory$' -- plan "$tmp"
 expect "no file" 2 'plan' -- plan

@@ -154,6 +154,12 @@ Test(plan, bad_files) {
         parse_bad("b.yaml", "tasks: []\ntasks: []\n", "b.yaml:2: tasks given twice");
         parse_bad("b.yaml", "tasks: [ { runtime: 1ms, period: 10ms } ]\n---\ntasks: []\n", "b.yaml:2: holds more than one document");
         parse_bad("b.yaml", "{}\n", "b.yaml: has no tasks:");
+        /* An escaped NUL: libyaml's scalar is longer than its C string. */
+        parse_bad("b.yaml", "tasks:\n  - { period: 10ms,\n      runtime: \"5ms\\u0000xyzw\" }\n",
+                  "b.yaml:3: runtime holds a NUL byte");
+        parse_bad("b.yaml", "tasks: [ { runtime: 1ms, period: 10ms, name: \"a\\0b\" } ]\n",
+                  "b.yaml:1: name holds a NUL byte");
+        parse_bad("b.yaml", "\"tasks\\0\": [ { runtime: 1ms, period: 10ms } ]\n", "b.yaml:1: unknown key \"tasks?\" (expected tasks)");
 }
 
 Test(plan, bad_calls) {
