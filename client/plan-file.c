@@ -2,6 +2,8 @@
 /* The task-set file of `edfctl plan` (see plan-file.h). */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <yaml.h>
@@ -12,6 +14,7 @@
 #include "core/params.h"
 
 #define FIELD_MAX 255
+#define QUOTE_MAX (FIELD_MAX + 8)
 
 typedef enum Key {
         KEY_NAME,
@@ -181,12 +184,57 @@ static int add_task(Parser *p, unsigned line, const Fields *fl) {
         if (f->n == f->allocated) {
                 size_t m = f->allocated ? f->allocated * 2 : 16;
                 PlanTask *n = realloc(f->tasks, m * sizeof(*n));
+                unsigned *l;
                 if (!n)
                         return -ENOMEM;
-                f->tasks = n, f->allocated = m;
+                f->tasks = n;
+                l = realloc(f->lines, m * sizeof(*l));
+                if (!l)
+                        return -ENOMEM;
+                f->lines = l, f->allocated = m;
         }
+        f->lines[f->n] = line;
         f->tasks[f->n++] = t;
         return 0;
+}
+
+static int by_name(const void *a, const void *b, void *userdata) {
+        const PlanTask *tasks = userdata;
+        size_t i = *(const size_t *) a, j = *(const size_t *) b;
+        int c = strcmp(tasks[i].name, tasks[j].name);
+
+        return c != 0 ? c : i < j ? -1 : i > j;
+}
+
+/* Two tasks of one name: the first task (in file order) whose name an earlier one has, with the
+ * line of that earlier one. Unnamed tasks count with the name they get ("#3"). */
+static int check_names(Parser *p) {
+        const PlanFile *f = p->f;
+        _cleanup_free_ size_t *order = NULL;
+        size_t dup = SIZE_MAX, first = 0;
+        char q[QUOTE_MAX];
+
+        if (f->n < 2)
+                return 0;
+        order = malloc(f->n * sizeof(*order));
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n; i++)
+                order[i] = i;
+        qsort_r(order, f->n, sizeof(*order), by_name, f->tasks);
+        for (size_t i = 1, head = 0; i < f->n; i++) {
+                if (strcmp(f->tasks[order[i]].name, f->tasks[order[head]].name) != 0) {
+                        head = i;
+                        continue;
+                }
+                /* order[head] is the first of its name; order[i] a later one. */
+                if (dup == SIZE_MAX || order[i] < dup)
+                        dup = order[i], first = order[head];
+        }
+        if (dup == SIZE_MAX)
+                return 0;
+        return fail(p, f->lines[dup], "task name \"%s\" is already the name of the task at %.200s:%u",
+                    quote(f->tasks[dup].name, strlen(f->tasks[dup].name), q), p->filename, f->lines[first]);
 }
 
 /* --- CSV --- */
@@ -217,7 +265,15 @@ static int parse_csv(Parser *p, const char *buf, size_t len) {
 
                 line++;
                 s = eol < end ? eol + 1 : end;
-                if (l == 0 || *t == '#')
+                /* A comment runs from a # at the start of the line or after a blank to the end of
+                 * the line, as in YAML. */
+                for (const char *h = c; h < eol; h++)
+                        if (*h == '#' && (h == c || h[-1] == ' ' || h[-1] == '\t')) {
+                                eol = h;
+                                break;
+                        }
+                t = trim(c, eol, &l);
+                if (l == 0)
                         continue;
                 if (memchr(t, '\0', l))
                         return fail(p, line, "holds a NUL byte");
@@ -440,6 +496,7 @@ void plan_file_done(PlanFile *f) {
                 free(f->strings[i]);
         free(f->strings);
         free(f->tasks);
+        free(f->lines);
         *f = (PlanFile) {};
 }
 
@@ -458,6 +515,8 @@ int plan_file_parse(const char *filename, const char *buf, size_t len, PlanFile 
                 r = parse_csv(&p, buf, len);
         if (r == 0 && f.n == 0)
                 r = fail(&p, 0, "holds no task");
+        if (r == 0)
+                r = check_names(&p);
         if (r == -ENOMEM)
                 snprintf(err, PLAN_FILE_ERROR_MAX, "%s: out of memory", filename);
         if (r < 0) {

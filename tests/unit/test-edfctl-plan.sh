@@ -96,6 +96,11 @@ expect "a bad file names the line and the problem" 2 '^edfctl: .*bad\.csv:2: run
 # past the copy it made of the value).
 printf 'tasks:\n  - { name: a, runtime: "5ms\\u0000xyzw", period: 10ms }\n' >"$tmp/nul.yaml"
 expect "a YAML value holding a NUL byte is refused" 2 '^edfctl: .*nul\.yaml:2: runtime holds a NUL byte$' -- plan --cpus 1 "$tmp/nul.yaml"
+printf 'name,runtime,period\nleft,1ms,10ms\nright,1ms,10ms\nleft,2ms,10ms\n' >"$tmp/dup.csv"
+expect "two tasks of one name are refused with both lines" 2 \
+        '^edfctl: .*dup\.csv:4: task name "left" is already the name of the task at .*dup\.csv:2$' -- plan --cpus 1 "$tmp/dup.csv"
+printf 'name,runtime,period   # the header\na,1ms,10ms # a note, as edfctl(1) says\n' >"$tmp/comment.csv"
+expect "a # after a value starts a comment, as edfctl(1) says" 0 '^a +1ms +10ms +10ms +10% +placed' -- plan --cpus 1 "$tmp/comment.csv"
 expect "a missing file" 2 '^edfctl: cannot read .*/nope\.csv: No such file or directory$' -- plan "$tmp/nope.csv"
 expect "a directory" 2 '^edfctl: cannot read .*: Is a directory$' -- plan "$tmp"
 expect "no file" 2 'plan' -- plan

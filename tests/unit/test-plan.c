@@ -121,6 +121,45 @@ Test(plan, formats) {
         plan_file_done(NULL);
 }
 
+Test(plan, comments) {
+        /* edfctl(1): # starts a comment, at the start of a line or after a blank, in CSV as in YAML. */
+        PlanFile f = parse_ok("c.csv", "name,runtime,period # the header\n"
+                                       "a,1ms,10ms # a note\n"
+                                       "b,2ms,10ms\t# after a tab\n"
+                                       "# a whole line\n"
+                                       "   # an indented one\n"
+                                       "c#1,3ms,10ms\n");
+
+        cr_assert_eq(f.n, 3);
+        cr_assert_str_eq(f.tasks[0].name, "a");
+        cr_assert_eq(f.tasks[0].params.period, 10 * MS);
+        cr_assert_eq(f.tasks[1].params.runtime, 2 * MS);
+        cr_assert_str_eq(f.tasks[2].name, "c#1");
+        cr_assert_eq(f.lines[2], 6);
+        plan_file_done(&f);
+        parse_bad("c.csv", "name,runtime,period\nc,3ms,10ms#x\n", "c.csv:2: period \"10ms#x\" has an unknown unit (use ns, us, ms or s)");
+        f = parse_ok("c.yaml", "tasks: # the set\n  - { name: a, runtime: 1ms, period: 10ms } # a note\n"
+                               "  - name: b # a name\n    runtime: 2ms # its runtime\n    period: 10ms\n");
+        cr_assert_eq(f.n, 2);
+        cr_assert_str_eq(f.tasks[1].name, "b");
+        cr_assert_eq(f.tasks[1].params.runtime, 2 * MS);
+        cr_assert_eq(f.lines[1], 3);
+        plan_file_done(&f);
+}
+
+Test(plan, duplicate_names) {
+        parse_bad("d.csv", "name,runtime,period\na,1ms,10ms\nb,1ms,10ms\nb,2ms,10ms\na,2ms,10ms\n",
+                  "d.csv:4: task name \"b\" is already the name of the task at d.csv:3");
+        parse_bad("d.csv", "name,runtime,period\na,1ms,10ms\nb,1ms,10ms\nc,2ms,10ms\na,2ms,10ms\nb,1ms,10ms\n",
+                  "d.csv:5: task name \"a\" is already the name of the task at d.csv:2");
+        /* An unnamed task's name is its position. */
+        parse_bad("d.csv", "runtime,period,name\n1ms,10ms,\n1ms,10ms,#1\n",
+                  "d.csv:3: task name \"#1\" is already the name of the task at d.csv:2");
+        parse_bad("d.yaml", "tasks:\n  - { name: x, runtime: 1ms, period: 10ms }\n\n  - name: y\n    runtime: 1ms\n"
+                            "    period: 10ms\n  - name: x\n    runtime: 1ms\n    period: 10ms\n",
+                  "d.yaml:7: task name \"x\" is already the name of the task at d.yaml:2");
+}
+
 Test(plan, bad_files) {
         parse_bad("a.csv", "", "a.csv: is empty (a CSV task set starts with a header line: name, runtime, deadline, period, group, split)");
         parse_bad("a.csv", "name,runtime,period\n", "a.csv: holds no task");
