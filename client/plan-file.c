@@ -13,6 +13,10 @@
 #include "core/duration.h"
 #include "core/params.h"
 
+/* A task is one entry of one CPU's test (a split task one on each of two), so no CPU of a plan
+ * can exceed what edf_check() takes. */
+_Static_assert(PLAN_FILE_TASKS_MAX <= EDF_TASKS_MAX, "a file's tasks must fit one CPU's test");
+
 #define FIELD_MAX 255
 #define QUOTE_MAX (FIELD_MAX + 8)
 
@@ -138,7 +142,8 @@ static int add_task(Parser *p, unsigned line, const Fields *fl) {
         int r;
 
         if (f->n >= PLAN_FILE_TASKS_MAX)
-                return fail(p, line, "more than %u tasks", PLAN_FILE_TASKS_MAX);
+                return fail(p, line, "more than %u tasks, the most a plan takes (one CPU's test takes at most %u)",
+                            PLAN_FILE_TASKS_MAX, EDF_TASKS_MAX);
         snprintf(name, sizeof(name), "#%zu", f->n + 1);
         if (!fl->v[KEY_RUNTIME] || fl->len[KEY_RUNTIME] == 0)
                 return fail(p, line, "task %s has no runtime", name);

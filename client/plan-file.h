@@ -29,7 +29,10 @@
 
 #include "core/plan.h"
 
-#define PLAN_FILE_TASKS_MAX 100000u
+/* The most tasks in a file: what one CPU's EDF test takes (EDF_TASKS_MAX), since a plan may put
+ * every task on one CPU (best fit packs small tasks onto cpu0). With more, plan_run() would fail
+ * with -E2BIG part way instead of the file being refused. */
+#define PLAN_FILE_TASKS_MAX EDF_TASKS_MAX
 #define PLAN_FILE_SIZE_MAX (16u << 20)
 #define PLAN_FILE_ERROR_MAX 512
 

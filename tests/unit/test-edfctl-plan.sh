@@ -101,6 +101,13 @@ expect "two tasks of one name are refused with both lines" 2 \
         '^edfctl: .*dup\.csv:4: task name "left" is already the name of the task at .*dup\.csv:2$' -- plan --cpus 1 "$tmp/dup.csv"
 printf 'name,runtime,period   # the header\na,1ms,10ms # a note, as edfctl(1) says\n' >"$tmp/comment.csv"
 expect "a # after a value starts a comment, as edfctl(1) says" 0 '^a +1ms +10ms +10ms +10% +placed' -- plan --cpus 1 "$tmp/comment.csv"
+# One task more than one CPU's test takes (65,536; best fit would pack them all onto cpu0): the
+# reader refuses the file, naming the limit, before any placement (it used to fail after 14 s with
+# "cannot plan: Argument list too long").
+awk 'BEGIN { print "runtime,period"; for (i = 0; i < 65537; i++) print "1024ns,100ms" }' >"$tmp/many.csv"
+expect "a file of 65,537 tasks is refused, naming the limit" 2 \
+        '^edfctl: .*many\.csv:65538: more than 65536 tasks, the most a plan takes \(one CPU.s test takes at most 65536\)$' \
+        -- plan --cpus 1 "$tmp/many.csv"
 expect "a missing file" 2 '^edfctl: cannot read .*/nope\.csv: No such file or directory$' -- plan "$tmp/nope.csv"
 expect "a directory" 2 '^edfctl: cannot read .*: Is a directory$' -- plan "$tmp"
 expect "no file" 2 'plan' -- plan

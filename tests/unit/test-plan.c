@@ -4,6 +4,8 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/macro.h"
@@ -199,6 +201,30 @@ Test(plan, bad_files) {
         parse_bad("b.yaml", "tasks: [ { runtime: 1ms, period: 10ms, name: \"a\\0b\" } ]\n",
                   "b.yaml:1: name holds a NUL byte");
         parse_bad("b.yaml", "\"tasks\\0\": [ { runtime: 1ms, period: 10ms } ]\n", "b.yaml:1: unknown key \"tasks?\" (expected tasks)");
+}
+
+/* A file may hold what one CPU's test takes, since a plan may put every task there; one more is
+ * refused by the reader, naming the limit, instead of failing the plan part way. */
+Test(plan, most_tasks) {
+        const char header[] = "runtime,period\n", row[] = "1024ns,100ms\n";
+        size_t n = PLAN_FILE_TASKS_MAX + 1, len = strlen(header) + n * strlen(row);
+        _cleanup_free_ char *buf = malloc(len + 1), *want = NULL;
+        char err[PLAN_FILE_ERROR_MAX];
+        PlanFile f;
+
+        cr_assert_eq(PLAN_FILE_TASKS_MAX, EDF_TASKS_MAX);
+        cr_assert_not_null(buf);
+        strcpy(buf, header);
+        for (size_t i = 0; i < n; i++)
+                memcpy(buf + strlen(header) + i * strlen(row), row, strlen(row));
+        buf[len] = '\0';
+        cr_assert_eq(plan_file_parse("many.csv", buf, len, &f, err), -EINVAL);
+        cr_assert(asprintf(&want, "many.csv:%zu: more than %u tasks, the most a plan takes (one CPU's test takes at most %u)",
+                           n + 1, PLAN_FILE_TASKS_MAX, EDF_TASKS_MAX) > 0);
+        cr_assert_str_eq(err, want);
+        cr_assert_eq(plan_file_parse("many.csv", buf, len - strlen(row), &f, err), 0, "%s", err);
+        cr_assert_eq(f.n, PLAN_FILE_TASKS_MAX);
+        plan_file_done(&f);
 }
 
 Test(plan, bad_calls) {
