@@ -9,6 +9,7 @@
 #include <yaml.h>
 
 #include "plan-file.h"
+#include "basic/escape.h"
 #include "basic/macro.h"
 #include "core/duration.h"
 #include "core/params.h"
@@ -70,13 +71,15 @@ static int key_from(const char *s, size_t len) {
         return -1;
 }
 
-/* s[0..len) as a short C string for a message, control characters as '?'. */
-static const char *quote(const char *s, size_t len, char buf[static FIELD_MAX + 8]) {
-        size_t n = MIN(len, (size_t) 40);
+/* s[0..len) as a short C string for a message: its first QUOTE_BYTES bytes escaped for a terminal
+ * (basic/escape.h), "..." when there was more. */
+#define QUOTE_BYTES 40
+_Static_assert(ESCAPE_MAX(QUOTE_BYTES) + 4 <= QUOTE_MAX, "room for the escaped bytes and ...");
+static const char *quote(const char *s, size_t len, char buf[static QUOTE_MAX]) {
+        size_t n = MIN(len, (size_t) QUOTE_BYTES), k;
 
-        for (size_t i = 0; i < n; i++)
-                buf[i] = (unsigned char) s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-        strcpy(buf + n, len > n ? "..." : "");
+        k = escape_terminal(s, n, buf, QUOTE_MAX);
+        strcpy(buf + k, len > n ? "..." : "");
         return buf;
 }
 
@@ -98,7 +101,7 @@ static char *keep(Parser *p, const char *s, size_t len) {
 }
 
 static int parse_duration_field(Parser *p, unsigned line, const Fields *fl, Key k, uint64_t *ret) {
-        char buf[FIELD_MAX + 8], q[FIELD_MAX + 8];
+        char buf[FIELD_MAX + 8], q[QUOTE_MAX];
         const char *reason = NULL;
 
         if (fl->len[k] > FIELD_MAX)
@@ -112,7 +115,7 @@ static int parse_duration_field(Parser *p, unsigned line, const Fields *fl, Key 
 
 static int parse_bool_field(Parser *p, unsigned line, const Fields *fl, Key k, bool *ret) {
         static const char *const yes[] = { "yes", "true", "on" }, *const no[] = { "no", "false", "off", "" };
-        char q[FIELD_MAX + 8];
+        char q[QUOTE_MAX];
 
         for (size_t i = 0; i < ELEMENTSOF(yes); i++)
                 if (fl->len[k] == strlen(yes[i]) && strncasecmp(fl->v[k], yes[i], fl->len[k]) == 0)
@@ -124,7 +127,7 @@ static int parse_bool_field(Parser *p, unsigned line, const Fields *fl, Key k, b
 }
 
 static int check_text_field(Parser *p, unsigned line, const Fields *fl, Key k) {
-        char q[FIELD_MAX + 8];
+        char q[QUOTE_MAX];
 
         if (fl->len[k] > FIELD_MAX)
                 return fail(p, line, "%s \"%s\" is longer than %d bytes", key_names[k], quote(fl->v[k], fl->len[k], q), FIELD_MAX);
@@ -137,7 +140,7 @@ static int check_text_field(Parser *p, unsigned line, const Fields *fl, Key k) {
 static int add_task(Parser *p, unsigned line, const Fields *fl) {
         PlanFile *f = p->f;
         PlanTask t = {};
-        char a[DURATION_MAX], b[DURATION_MAX], name[32];
+        char a[DURATION_MAX], b[DURATION_MAX], name[32], shown[ESCAPE_MAX(FIELD_MAX) + 1];
         ParamsOutcome o;
         int r;
 
@@ -171,19 +174,20 @@ static int add_task(Parser *p, unsigned line, const Fields *fl) {
                 return -ENOMEM;
         if (fl->v[KEY_GROUP] && fl->len[KEY_GROUP] > 0 && !(t.group = keep(p, fl->v[KEY_GROUP], fl->len[KEY_GROUP])))
                 return -ENOMEM;
+        (void) escape_terminal(t.name, strlen(t.name), shown, sizeof(shown));
 
         o = dl_params_check(&t.params, NULL);
         switch (o) {
         case PARAMS_OK:
                 break;
         case PARAMS_RUNTIME_ABOVE_DEADLINE:
-                return fail(p, line, "task %s: runtime %s is above the %s %s", t.name, duration_format(t.params.runtime, a),
+                return fail(p, line, "task %s: runtime %s is above the %s %s", shown, duration_format(t.params.runtime, a),
                             t.params.deadline ? "deadline" : "period", duration_format(t.params.deadline ?: t.params.period, b));
         case PARAMS_DEADLINE_ABOVE_PERIOD:
-                return fail(p, line, "task %s: deadline %s is above the period %s", t.name,
+                return fail(p, line, "task %s: deadline %s is above the period %s", shown,
                             duration_format(t.params.deadline, a), duration_format(t.params.period, b));
         default:
-                return fail(p, line, "task %s: %s", t.name, params_outcome_to_string(o));
+                return fail(p, line, "task %s: %s", shown, params_outcome_to_string(o));
         }
 
         if (f->n == f->allocated) {
@@ -286,7 +290,7 @@ static int parse_csv(Parser *p, const char *buf, size_t len) {
                         const char *comma = memchr(c, ',', (size_t) (eol - c)) ?: eol;
                         size_t fl_len;
                         const char *field = trim(c, comma, &fl_len);
-                        char q[FIELD_MAX + 8];
+                        char q[QUOTE_MAX];
 
                         if (!have_header) {
                                 int k = key_from(field, fl_len);
@@ -357,7 +361,7 @@ static int yaml_task_fields(Parser *p, Yaml *y, Fields *fl, char **values) {
         int r;
 
         for (;;) {
-                char q[FIELD_MAX + 8];
+                char q[QUOTE_MAX];
                 int k;
 
                 if ((r = yaml_next(p, y)) < 0)
@@ -414,7 +418,7 @@ static int parse_yaml_events(Parser *p, Yaml *y) {
         if (y->event.type != YAML_MAPPING_START_EVENT)
                 return fail(p, yaml_line(y), "expected a mapping with tasks:");
         for (;;) {
-                char q[FIELD_MAX + 8];
+                char q[QUOTE_MAX];
 
                 if ((r = yaml_next(p, y)) < 0)
                         return r;

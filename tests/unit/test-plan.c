@@ -178,7 +178,13 @@ Test(plan, bad_files) {
         parse_bad("a.csv", "runtime,period\n100ns,10ms\n", "a.csv:2: task #1: runtime is below 1024ns, the kernel's minimum");
         parse_bad("a.csv", "runtime,period\n,10ms\n", "a.csv:2: task #1 has no runtime");
         parse_bad("a.csv", "runtime,period,split\n1ms,10ms,maybe\n", "a.csv:2: split \"maybe\" is not yes or no");
-        parse_bad("a.csv", "runtime,period,name\n1ms,10ms,a\tb\n", "a.csv:2: name \"a?b\" holds a control character");
+        parse_bad("a.csv", "runtime,period,name\n1ms,10ms,a\tb\n", "a.csv:2: name \"a\\tb\" holds a control character");
+        parse_bad("a.csv", "runtime,period,name\n1ms,10ms,\x1b]0;x\n", "a.csv:2: name \"\\x1b]0;x\" holds a control character");
+        /* A name that is not valid UTF-8 is taken (outputs escape it) but shown escaped in messages. */
+        parse_bad("a.csv", "name,runtime,period\nv\xff\xe2\x80\xae,11ms,10ms\n",
+                  "a.csv:2: task v\\xff\\xe2\\x80\\xae: runtime 11ms is above the period 10ms");
+        parse_bad("a.csv", "name,runtime,period\n\xc3,1ms,10ms\n\xc3,1ms,10ms\n",
+                  "a.csv:3: task name \"\\xc3\" is already the name of the task at a.csv:2");
         parse_bad("a.csv", "runtime,period\n99999999999999999999s,10ms\n", "a.csv:2: runtime \"99999999999999999999s\" is too large");
         parse_bad("b.yaml", "tasks: [ { runtime: 1ms } ]\n", "b.yaml:1: task #1 has no period");
         parse_bad("b.yaml", "tasks:\n  - { runtime: 1ms, period: 10ms, cpu: 1 }\n", "b.yaml:2: unknown key \"cpu\" in a task (expected name, runtime, deadline, period, group, split)");
@@ -200,7 +206,7 @@ Test(plan, bad_files) {
                   "b.yaml:3: runtime holds a NUL byte");
         parse_bad("b.yaml", "tasks: [ { runtime: 1ms, period: 10ms, name: \"a\\0b\" } ]\n",
                   "b.yaml:1: name holds a NUL byte");
-        parse_bad("b.yaml", "\"tasks\\0\": [ { runtime: 1ms, period: 10ms } ]\n", "b.yaml:1: unknown key \"tasks?\" (expected tasks)");
+        parse_bad("b.yaml", "\"tasks\\0\": [ { runtime: 1ms, period: 10ms } ]\n", "b.yaml:1: unknown key \"tasks\\x00\" (expected tasks)");
 }
 
 /* A file may hold what one CPU's test takes, since a plan may put every task there; one more is
