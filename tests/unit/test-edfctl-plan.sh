@@ -139,6 +139,11 @@ if [ $status = 2 ] && clean "$tmp/esc.out" && grep -qF 'name "\x1b]0;owned\a\x1b
 else
         not_ok "a name with ESC sequences is refused, the sequences escaped in the message" "exit $status" "$(cat -v "$tmp/esc.out")"
 fi
+# --live: edfd plans at most 1,024 tasks in one call; more is refused before the bus (which points
+# nowhere here: trying it would be exit 3).
+awk 'BEGIN { print "runtime,period"; for (i = 0; i < 1025; i++) print "1ms,100ms" }' >"$tmp/live-many.csv"
+expect "plan --live with 1,025 tasks is refused, naming the limit" 2 \
+        '^edfctl: .*live-many\.csv has 1025 tasks: edfd plans at most 1024 at once$' -- plan --live "$tmp/live-many.csv"
 expect "a missing file" 2 '^edfctl: cannot read .*/nope\.csv: No such file or directory$' -- plan "$tmp/nope.csv"
 expect "a directory" 2 '^edfctl: cannot read .*: Is a directory$' -- plan "$tmp"
 expect "no file" 2 'plan' -- plan
