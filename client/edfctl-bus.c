@@ -66,7 +66,8 @@ static bool is_name(const char *name, const char *a, const char *b, const char *
 
 int edfctl_failed(edfd *e, int r, const char *what) {
         const char *name = edfd_error_name(e);
-        const char *msg = *edfd_error_message(e) ? edfd_error_message(e) : NULL;
+        /* The daemon's message quotes names other users gave (groups, commands): escaped. */
+        const char *msg = *edfd_error_message(e) ? tty(edfd_error_message(e)) : NULL;
 
         if (has_prefix(name, EDFD_ERROR_PREFIX)) {
                 for (size_t i = 0; i < ELEMENTSOF(edfd_errors); i++)

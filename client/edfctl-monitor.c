@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <sys/signalfd.h>
 
+#include "basic/escape.h"
 #include "core/duration.h"
 #include "edfctl.h"
 
@@ -31,7 +32,7 @@ static void comm_suffix(uint32_t pid, uint32_t tid, char *buf, size_t size) {
         char comm[17];
 
         if (proc_thread_comm(pid, tid, comm) >= 0)
-                snprintf(buf, size, " (%s)", comm);
+                snprintf(buf, size, " (%s)", tty(comm));
         else
                 buf[0] = '\0';
 }
@@ -47,7 +48,7 @@ static void cpu_suffix(const edfd_event *ev, char *buf, size_t size) {
 }
 
 static int on_event(edfd *e, const edfd_event *ev, void *userdata) {
-        char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX], comm[32], where[24];
+        char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX], comm[ESCAPE_MAX(16) + 4], where[24];
         edfd_event_type type = edfd_event_get_type(ev);
         uint32_t pid = (uint32_t) edfd_event_pid(ev), tid = (uint32_t) edfd_event_tid(ev);
         int *ex = userdata;
@@ -60,8 +61,8 @@ static int on_event(edfd *e, const edfd_event *ev, void *userdata) {
                 cpu_suffix(ev, where, sizeof where);
                 stamp();
                 printf("%-8s #%" PRIu64 " pid %" PRIu32 " tid %" PRIu32 "%s %s %s%s (%s)\n", added ? "added" : "removed",
-                       edfd_event_id(ev), pid, tid, added ? comm : "", added ? "in" : "from", edfd_event_group(ev),
-                       where, edfd_event_reason(ev));
+                       edfd_event_id(ev), pid, tid, added ? comm : "", added ? "in" : "from", tty(edfd_event_group(ev)),
+                       where, tty(edfd_event_reason(ev)));
                 break;
         }
         case EDFD_EVENT_CHANGED:
@@ -69,7 +70,7 @@ static int on_event(edfd *e, const edfd_event *ev, void *userdata) {
                 cpu_suffix(ev, where, sizeof where);
                 printf("%-8s #%" PRIu64 " now %s/%s/%s%s (%s)\n", "changed", edfd_event_id(ev),
                        duration_format(edfd_event_runtime(ev), a), duration_format(edfd_event_deadline(ev), b),
-                       duration_format(edfd_event_period(ev), c), where, edfd_event_reason(ev));
+                       duration_format(edfd_event_period(ev), c), where, tty(edfd_event_reason(ev)));
                 break;
         case EDFD_EVENT_SPLIT:
                 stamp();
@@ -89,7 +90,7 @@ static int on_event(edfd *e, const edfd_event *ev, void *userdata) {
                 break;
         case EDFD_EVENT_DAEMON_STARTED:
                 stamp();
-                printf("%-8s edfd is on the bus (%s)\n", "started", edfd_event_reason(ev));
+                printf("%-8s edfd is on the bus (%s)\n", "started", tty(edfd_event_reason(ev)));
                 break;
         case EDFD_EVENT_DAEMON_STOPPED:
                 stamp();

@@ -10,6 +10,7 @@
 
 #include <json-c/json.h>
 
+#include "basic/escape.h"
 #include "core/bandwidth.h"
 #include "core/duration.h"
 #include "edfctl.h"
@@ -158,7 +159,31 @@ char *bw_display_free(uint64_t have, uint64_t used, char buf[static DURATION_MAX
         return buf;
 }
 
+/* --- untrusted text --- */
+
+const char *tty(const char *s) {
+        static char *slots[TTY_SLOTS];
+        static size_t next;
+        char *e;
+
+        if (!s)
+                return "";
+        e = escape_terminal_dup(s);
+        if (!e)
+                return "?"; /* out of memory: nothing of the text rather than the raw bytes */
+        free(slots[next]);
+        slots[next] = e;
+        next = (next + 1) % TTY_SLOTS;
+        return e;
+}
+
 /* --- JSON --- */
+
+json_object *json_text(const char *s) {
+        _cleanup_free_ char *e = escape_json_dup(s);
+
+        return e ? json_object_new_string(e) : NULL;
+}
 
 json_object *json_bw(uint64_t bw) {
         if (bw == UINT64_MAX)

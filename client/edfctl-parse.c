@@ -37,7 +37,7 @@ int parse_duration_arg(const char *what, const char *s, uint64_t *ret) {
 }
 
 int usage_invalid(const char *what, const char *value, const char *reason) {
-        fprintf(stderr, "edfctl: invalid %s \"%s\": %s\n", what, value, reason);
+        fprintf(stderr, "edfctl: invalid %s \"%s\": %s\n", what, tty(value), reason);
         return EDFCTL_EXIT_USAGE;
 }
 

@@ -142,7 +142,7 @@ static int print_text(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *
 
                 (void) bw_of(k->params.runtime, k->params.period, &bw);
                 any_group = any_group || k->group;
-                r = table_add(t, "%s", k->name) ?: table_add(t, "%s", k->group ?: "-") ?:
+                r = table_add(t, "%s", tty(k->name)) ?: table_add(t, "%s", k->group ? tty(k->group) : "-") ?:
                     table_add(t, "%s", duration_format(k->params.runtime, a)) ?:
                     table_add(t, "%s", duration_format(k->params.deadline, b)) ?:
                     table_add(t, "%s", duration_format(k->params.period, d)) ?: table_add(t, "%s", bw_format_up(bw, g)) ?:
@@ -171,7 +171,7 @@ static int print_text(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *
                                 putchar('\n');
                         printf("%s: stage 1 runs %s within %s on cpu%u; stage 2 runs %s within %s on cpu%u, released %s "
                                "after each release (so by the task's deadline, %s)\n",
-                               f->tasks[i].name, duration_format(e[i].stage1.runtime, a), duration_format(e[i].stage1.deadline, b),
+                               tty(f->tasks[i].name), duration_format(e[i].stage1.runtime, a), duration_format(e[i].stage1.deadline, b),
                                e[i].cpu, duration_format(e[i].stage2.runtime, d), duration_format(e[i].stage2.deadline, g),
                                e[i].cpu_b, duration_format(e[i].stage1.runtime, e1),
                                duration_format(e[i].stage1.runtime + e[i].stage2.deadline, e2));
@@ -181,7 +181,7 @@ static int print_text(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *
                 if (e[i].outcome == PLAN_REFUSED) {
                         if (refused++ == 0)
                                 putchar('\n');
-                        printf("%s: refused: %s\n", f->tasks[i].name, e[i].reason);
+                        printf("%s: refused: %s\n", tty(f->tasks[i].name), tty(e[i].reason));
                 }
 
         putchar('\n');
@@ -232,8 +232,8 @@ static int json_task(const PlanTask *k, const PlanEntry *e, json_object **ret) {
         if (!o)
                 return -ENOMEM;
         (void) bw_of(k->params.runtime, k->params.period, &bw);
-        JSON_ADD(o, "name", json_object_new_string(k->name), r);
-        JSON_ADD(o, "group", k->group ? json_object_new_string(k->group) : NULL, r);
+        JSON_ADD(o, "name", json_text(k->name), r);
+        JSON_ADD(o, "group", k->group ? json_text(k->group) : NULL, r);
         JSON_ADD(o, "runtime", json_object_new_uint64(k->params.runtime), r);
         JSON_ADD(o, "deadline", json_object_new_uint64(k->params.deadline), r);
         JSON_ADD(o, "period", json_object_new_uint64(k->params.period), r);
@@ -241,7 +241,7 @@ static int json_task(const PlanTask *k, const PlanEntry *e, json_object **ret) {
         JSON_ADD(o, "split_allowed", json_object_new_boolean(k->split), r);
         JSON_ADD(o, "result", json_object_new_string(plan_outcome_to_string(e->outcome)), r);
         if (e->outcome == PLAN_REFUSED) {
-                JSON_ADD(o, "reason", json_object_new_string(e->reason), r);
+                JSON_ADD(o, "reason", json_text(e->reason), r);
         } else {
                 JSON_ADD(o, "test", json_object_new_string(edf_test_to_string(e->verdict.test)), r);
                 if (e->outcome == PLAN_PLACED)
@@ -335,18 +335,18 @@ static int print_live_text(const PlanFile *f, const edfd_plan *p) {
                 uint64_t bw = 0;
 
                 (void) bw_of(k->params.runtime, k->params.period, &bw);
-                r = table_add(t, "%s", k->name) ?: table_add(t, "%s", grp && *grp ? grp : "-") ?:
+                r = table_add(t, "%s", tty(k->name)) ?: table_add(t, "%s", grp && *grp ? tty(grp) : "-") ?:
                     table_add(t, "%s", duration_format(k->params.runtime, a)) ?:
                     table_add(t, "%s", duration_format(k->params.deadline, b)) ?:
                     table_add(t, "%s", duration_format(k->params.period, d)) ?: table_add(t, "%s", bw_format_up(bw, g)) ?:
-                    table_add(t, "%s", res);
+                    table_add(t, "%s", tty(res));
                 if (r == 0 && c1 >= 0 && c2 >= 0)
                         r = table_add(t, "%d+%d", c1, c2);
                 else if (r == 0 && c1 >= 0)
                         r = table_add(t, "%d", c1);
                 else if (r == 0)
                         r = table_add(t, "-");
-                r = r ?: table_add(t, "%s", edfd_plan_test(p, i) ?: "-");
+                r = r ?: table_add(t, "%s", tty(edfd_plan_test(p, i) ?: "-"));
         }
         if (r < 0)
                 return r;
@@ -359,7 +359,7 @@ static int print_live_text(const PlanFile *f, const edfd_plan *p) {
                         if (split++ == 0)
                                 putchar('\n');
                         printf("%s: stage 1 runs %s within %s on cpu%d; stage 2 runs %s within %s on cpu%d, released %s "
-                               "after each release\n", f->tasks[i].name, duration_format(r1, a), duration_format(r1, b),
+                               "after each release\n", tty(f->tasks[i].name), duration_format(r1, a), duration_format(r1, b),
                                edfd_plan_cpu(p, i, 1), duration_format(edfd_plan_runtime(p, i, 2), d),
                                duration_format(dl > r1 ? dl - r1 : 0, g), edfd_plan_cpu(p, i, 2), duration_format(r1, e1));
                 } else if (res && strcmp(res, "placed") == 0)
@@ -370,7 +370,7 @@ static int print_live_text(const PlanFile *f, const edfd_plan *p) {
                 if (res && strcmp(res, "refused") == 0) {
                         if (refused++ == 0)
                                 putchar('\n');
-                        printf("%s: refused: %s\n", f->tasks[i].name, edfd_plan_reason(p, i) ?: "");
+                        printf("%s: refused: %s\n", tty(f->tasks[i].name), tty(edfd_plan_reason(p, i)));
                 }
         }
         printf("\n%zu of %zu tasks admitted (%zu split), %zu refused: decided by edfd against what it holds now; "
@@ -401,22 +401,22 @@ static int print_live_json(const PlanFile *f, const edfd_plan *p) {
                         break;
                 }
                 (void) bw_of(k->params.runtime, k->params.period, &bw);
-                JSON_ADD(t, "name", json_object_new_string(k->name), r);
-                JSON_ADD(t, "group", grp && *grp ? json_object_new_string(grp) : NULL, r);
+                JSON_ADD(t, "name", json_text(k->name), r);
+                JSON_ADD(t, "group", grp && *grp ? json_text(grp) : NULL, r);
                 JSON_ADD(t, "runtime", json_object_new_uint64(k->params.runtime), r);
                 JSON_ADD(t, "deadline", json_object_new_uint64(k->params.deadline), r);
                 JSON_ADD(t, "period", json_object_new_uint64(k->params.period), r);
                 JSON_ADD(t, "bandwidth", json_bw(bw), r);
                 JSON_ADD(t, "split_allowed", json_object_new_boolean(k->split), r);
-                JSON_ADD(t, "result", json_object_new_string(res), r);
+                JSON_ADD(t, "result", json_text(res), r);
                 JSON_ADD(t, "cpu", c1 >= 0 ? json_object_new_int(c1) : NULL, r);
                 JSON_ADD(t, "cpu_stage2", c2 >= 0 ? json_object_new_int(c2) : NULL, r);
                 if (strcmp(res, "split") == 0) {
                         JSON_ADD(t, "runtime_stage1", json_object_new_uint64(edfd_plan_runtime(p, i, 1)), r);
                         JSON_ADD(t, "runtime_stage2", json_object_new_uint64(edfd_plan_runtime(p, i, 2)), r);
                 }
-                JSON_ADD(t, "test", json_object_new_string(edfd_plan_test(p, i) ?: "-"), r);
-                JSON_ADD(t, "reason", strcmp(res, "refused") == 0 ? json_object_new_string(edfd_plan_reason(p, i) ?: "") : NULL, r);
+                JSON_ADD(t, "test", json_text(edfd_plan_test(p, i) ?: "-"), r);
+                JSON_ADD(t, "reason", strcmp(res, "refused") == 0 ? json_text(edfd_plan_reason(p, i) ?: "") : NULL, r);
         }
         JSON_ADD(o, "tasks", tasks, r);
         if (r == 0)
@@ -435,7 +435,7 @@ static int plan_live(const Args *a, const PlanFile *f) {
                 r = edfd_plan_add(p, f->tasks[i].name, f->tasks[i].group, f->tasks[i].params.runtime,
                                   f->tasks[i].params.deadline, f->tasks[i].params.period, f->tasks[i].split);
         if (r == -E2BIG) {
-                fprintf(stderr, "edfctl: %s has %zu tasks: edfd plans at most 1024 at once\n", a->positional[0], f->n);
+                fprintf(stderr, "edfctl: %s has %zu tasks: edfd plans at most 1024 at once\n", tty(a->positional[0]), f->n);
                 return EDFCTL_EXIT_USAGE;
         }
         if (r < 0) {
@@ -477,7 +477,7 @@ int verb_plan(const Args *a) {
                 return ex;
         r = read_file(a->positional[0], &buf, &len);
         if (r < 0) {
-                fprintf(stderr, "edfctl: cannot read %s: %s\n", a->positional[0], strerror(-r));
+                fprintf(stderr, "edfctl: cannot read %s: %s\n", tty(a->positional[0]), strerror(-r));
                 return EDFCTL_EXIT_USAGE;
         }
         r = plan_file_parse(strcmp(a->positional[0], "-") == 0 ? "<stdin>" : a->positional[0], buf, len, &f, err);

@@ -111,7 +111,7 @@ int admit_command_after_startup(char **command, uint64_t bound_ns, const char *g
         while (n < 0 && errno == EINTR);
         close(pipefd[0]);
         if (n == (ssize_t) sizeof err) { /* the exec failed */
-                fprintf(stderr, "edfctl: cannot execute %s: %s\n", command[0], strerror(err));
+                fprintf(stderr, "edfctl: cannot execute %s: %s\n", tty(command[0]), strerror(err));
                 while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                         ;
                 return err == ENOENT ? EDFCTL_EXIT_EXEC_NOT_FOUND : EDFCTL_EXIT_EXEC_FAILED;
@@ -129,7 +129,7 @@ int admit_command_after_startup(char **command, uint64_t bound_ns, const char *g
         }
         while (waitpid(pid, &status, 0) < 0)
                 if (errno != EINTR) {
-                        fprintf(stderr, "edfctl: cannot wait for %s: %s\n", command[0], strerror(errno));
+                        fprintf(stderr, "edfctl: cannot wait for %s: %s\n", tty(command[0]), strerror(errno));
                         return EDFCTL_EXIT_FAILED;
                 }
         child_pid = 0;

@@ -207,7 +207,7 @@ static int snapshot_rows(Snapshot *s) {
 /* --- human output --- */
 
 static const char *comm_or_dash(const ReservationRow *v) {
-        return v->comm[0] ? v->comm : "-";
+        return v->comm[0] ? tty(v->comm) : "-";
 }
 
 static void flags_format(uint64_t flags, char *buf, size_t size) {
@@ -233,7 +233,7 @@ static void flags_format(uint64_t flags, char *buf, size_t size) {
 
 static const char *name_of(const GroupRow *g) {
         const char *slash = strrchr(g->path, '/');
-        return g->depth == 0 || !slash ? g->path : slash + 1;
+        return tty(g->depth == 0 || !slash ? g->path : slash + 1);
 }
 
 /* The reservations of one group, as lines under it. One table for all of them, so that their
@@ -362,7 +362,7 @@ static int json_machine(const MachineFacts *f, json_object **ret) {
         else
                 snprintf(state, sizeof state, "%s: %s", f->calibration == -ESTALE ? "stale" : "unreadable", f->why);
         JSON_ADD(o, "virtual", json_object_new_boolean(f->is_virtual), r);
-        JSON_ADD(o, "calibration", json_object_new_string(state), r);
+        JSON_ADD(o, "calibration", json_text(state), r);
         JSON_ADD(o, "per_job_overhead", f->calibration > 0 ? json_object_new_uint64(f->cal.overhead) : NULL, r);
         JSON_ADD(o, "tick", f->calibration > 0 && f->cal.hz > 0 ? json_object_new_uint64(NSEC_PER_SEC / f->cal.hz) : NULL, r);
         if (r < 0) {
@@ -442,7 +442,7 @@ static void promise_print(const Snapshot *s) {
                         promise_why(s, p, rec, why, sizeof why);
                         if (len < sizeof line)
                                 snprintf(line + len, sizeof line - len, " (%s)", why);
-                        print_wrapped("     Promise", line);
+                        print_wrapped("     Promise", tty(line));
                 }
 }
 
@@ -464,13 +464,13 @@ static void placement_print(const Snapshot *s) {
                 for (size_t i = 0; i < s->n_partitions; i++) {
                         const PartitionRow *v = &s->partitions[i];
                         printf("%s%s cpu%" PRIu32 ": %s capacity, %s allocated, %s free, %" PRIu32 " reservation%s\n",
-                               i == 0 ? "  Partitions: " : "              ", v->name, v->cpu, bw_format(v->capacity, a),
+                               i == 0 ? "  Partitions: " : "              ", tty(v->name), v->cpu, bw_format(v->capacity, a),
                                bw_format(v->allocated, b), bw_display_free(v->capacity, v->allocated, c),
                                v->reservations, v->reservations == 1 ? "" : "s");
                 }
         }
         if (note)
-                print_wrapped("        Note", s->placement_note);
+                print_wrapped("        Note", tty(s->placement_note));
         promise_print(s);
 }
 
@@ -480,7 +480,7 @@ static int status_print(const Snapshot *s) {
         const Props *p = &s->props;
         int r = 0;
 
-        printf("     Version: %s\n", p->version);
+        printf("     Version: %s\n", tty(p->version));
         printf("    Capacity: %s (kernel %s, kernel admission %s)\n", bw_format(p->capacity, a),
                bw_format(p->kernel_capacity, b), p->kernel_admission ? "on" : "off");
         printf("   Allocated: %s (unmanaged deadline threads %s)\n", bw_format(p->allocated, a),
@@ -496,7 +496,7 @@ static int status_print(const Snapshot *s) {
                 printf("   Throttles: counted per reservation (shown under those throttled)\n");
         else if (p->throttle_counting && *p->throttle_counting) {
                 char why[600];
-                snprintf(why, sizeof why, "not counted: %s", p->throttle_counting);
+                snprintf(why, sizeof why, "not counted: %s", tty(p->throttle_counting));
                 print_wrapped("   Throttles", why);
         }
         MachineFacts mf;
@@ -555,7 +555,7 @@ static int status_print(const Snapshot *s) {
                 for (size_t i = 0; i < s->n_groups && !found; i++)
                         found = strcmp(s->reservations[j].group, s->groups[i].path) == 0;
                 if (!found) {
-                        printf("  (in %s) ", s->reservations[j].group);
+                        printf("  (in %s) ", tty(s->reservations[j].group));
                         table_print_row(res, j, stdout);
                         throttles_line(&s->reservations[j], 2);
                 }
@@ -590,7 +590,7 @@ static int list_print(const Snapshot *s) {
         for (size_t i = 0; i < s->n_reservations; i++) {
                 const ReservationRow *v = &s->reservations[i];
                 r = r ?: table_add(t, "%" PRIu64, v->id);
-                r = r ?: table_add(t, "%s", v->group);
+                r = r ?: table_add(t, "%s", tty(v->group));
                 r = r ?: table_add(t, "%" PRIu32, v->pid);
                 r = r ?: table_add(t, "%" PRIu32, v->tid);
                 r = r ?: table_add(t, "%s", comm_or_dash(v));
@@ -638,7 +638,7 @@ static int json_users(const GroupRow *g, json_object **ret) {
         if (!a)
                 return -ENOMEM;
         for (const char *const *u = g->users; u && *u; u++)
-                if (json_object_array_add(a, json_object_new_string(*u)) < 0) {
+                if (json_object_array_add(a, json_text(*u)) < 0) {
                         json_object_put(a);
                         return -ENOMEM;
                 }
@@ -662,10 +662,10 @@ static json_object *json_reservation(const ReservationRow *v) {
         if (v->flags & EDFD_ADMIT_MOVE)
                 r = r ?: (json_object_array_add(fl, json_object_new_string("move")) < 0 ? -ENOMEM : 0);
         JSON_ADD(o, "id", json_object_new_uint64(v->id), r);
-        JSON_ADD(o, "group", json_object_new_string(v->group), r);
+        JSON_ADD(o, "group", json_text(v->group), r);
         JSON_ADD(o, "pid", json_object_new_uint64(v->pid), r);
         JSON_ADD(o, "tid", json_object_new_uint64(v->tid), r);
-        JSON_ADD(o, "comm", v->comm[0] ? json_object_new_string(v->comm) : NULL, r);
+        JSON_ADD(o, "comm", v->comm[0] ? json_text(v->comm) : NULL, r);
         JSON_ADD(o, "runtime", json_object_new_uint64(v->runtime), r);
         JSON_ADD(o, "deadline", json_object_new_uint64(v->deadline), r);
         JSON_ADD(o, "period", json_object_new_uint64(v->period), r);
@@ -695,7 +695,7 @@ static json_object *json_group(const Snapshot *s, const GroupRow *g) {
         if (!o)
                 return NULL;
         r = json_users(g, &users);
-        JSON_ADD(o, "path", json_object_new_string(g->path), r);
+        JSON_ADD(o, "path", json_text(g->path), r);
         JSON_ADD(o, "depth", json_object_new_uint64(g->depth), r);
         JSON_ADD(o, "runtime", json_object_new_uint64(g->runtime), r);
         JSON_ADD(o, "period", json_object_new_uint64(g->period), r);
@@ -705,9 +705,9 @@ static json_object *json_group(const Snapshot *s, const GroupRow *g) {
                  json_object_new_double(((double) g->bw - (double) g->allocated) / (double) BW_UNIT), r);
         JSON_ADD(o, "reservations", json_object_new_uint64(g->n_reservations), r);
         JSON_ADD(o, "groups", json_object_new_uint64(g->n_groups), r);
-        JSON_ADD(o, "cgroup", g->cgroup[0] ? json_object_new_string(g->cgroup) : NULL, r);
-        JSON_ADD(o, "fork", json_object_new_string(g->fork), r);
-        JSON_ADD(o, "threads", json_object_new_string(g->threads), r);
+        JSON_ADD(o, "cgroup", g->cgroup[0] ? json_text(g->cgroup) : NULL, r);
+        JSON_ADD(o, "fork", json_text(g->fork), r);
+        JSON_ADD(o, "threads", json_text(g->threads), r);
         JSON_ADD(o, "users", users, r);
         JSON_ADD(o, "dynamic", json_object_new_boolean(g->dynamic), r);
         JSON_ADD(o, "overridden", json_object_new_boolean(g->overridden), r);
@@ -715,7 +715,7 @@ static json_object *json_group(const Snapshot *s, const GroupRow *g) {
         JSON_ADD(o, "reclaim", g->reclaim < 0 ? NULL : json_object_new_boolean(g->reclaim), r);
         JSON_ADD(o, "placement", g->placement[0] ? json_object_new_string(g->placement) : NULL, r);
         JSON_ADD(o, "promise", p ? json_object_new_string(promise_names[p]) : NULL, r);
-        JSON_ADD(o, "promise_why", p ? json_object_new_string(why) : NULL, r);
+        JSON_ADD(o, "promise_why", p ? json_text(why) : NULL, r);
         if (r < 0) {
                 json_object_put(o);
                 return NULL;
@@ -767,7 +767,7 @@ static int json_status(const Snapshot *s, json_object **ret) {
         JSON_ADD(events, "resyncs", json_object_new_uint64(p->resyncs), r);
         JSON_ADD(events, "unseen_children", json_object_new_uint64(p->unseen_children), r);
 
-        JSON_ADD(o, "version", json_object_new_string(p->version), r);
+        JSON_ADD(o, "version", json_text(p->version), r);
         JSON_ADD(o, "capacity", json_bw(p->capacity), r);
         JSON_ADD(o, "kernel_capacity", json_bw(p->kernel_capacity), r);
         JSON_ADD(o, "kernel_admission", json_object_new_boolean(p->kernel_admission), r);
@@ -775,7 +775,7 @@ static int json_status(const Snapshot *s, json_object **ret) {
         JSON_ADD(o, "unmanaged", json_bw(p->unmanaged), r);
         JSON_ADD(o, "waiting_at_start", json_object_new_int64(p->waiting_at_start), r);
         JSON_ADD(o, "throttle_counting",
-                 p->throttle_counting && *p->throttle_counting ? json_object_new_string(p->throttle_counting) : NULL, r);
+                 p->throttle_counting && *p->throttle_counting ? json_text(p->throttle_counting) : NULL, r);
         JSON_ADD(o, "free", p->capacity == UINT64_MAX ? NULL :
                  json_object_new_double(((double) p->capacity - (double) p->allocated) / (double) BW_UNIT), r);
         JSON_ADD(o, "overcommitted", json_object_new_boolean(p->overcommitted), r);
@@ -800,14 +800,14 @@ static int json_status(const Snapshot *s, json_object **ret) {
                                 r = -ENOMEM;
                                 break;
                         }
-                        JSON_ADD(e, "name", json_object_new_string(v->name), r);
+                        JSON_ADD(e, "name", json_text(v->name), r);
                         JSON_ADD(e, "cpu", json_object_new_uint64(v->cpu), r);
                         JSON_ADD(e, "capacity", json_bw(v->capacity), r);
                         JSON_ADD(e, "allocated", json_bw(v->allocated), r);
                         JSON_ADD(e, "reservations", json_object_new_uint64(v->reservations), r);
                 }
                 JSON_ADD(o, "placement", json_object_new_string(s->n_partitions ? "partitioned" : "global"), r);
-                JSON_ADD(o, "placement_note", json_object_new_string(s->placement_note ?: ""), r);
+                JSON_ADD(o, "placement_note", json_text(s->placement_note ?: ""), r);
                 JSON_ADD(o, "partitions", parts, r);
         }
         if (r < 0) {

@@ -493,7 +493,7 @@ int verb_admit(const Args *a) {
         if (a->command) {
                 execvp(a->command[0], a->command);
                 r = errno;
-                fprintf(stderr, "edfctl: cannot execute %s: %s\n", a->command[0], strerror(r));
+                fprintf(stderr, "edfctl: cannot execute %s: %s\n", tty(a->command[0]), strerror(r));
                 return r == ENOENT ? EDFCTL_EXIT_EXEC_NOT_FOUND : EDFCTL_EXIT_EXEC_FAILED;
         }
         printf("%" PRIu64 "\n", id);

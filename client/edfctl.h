@@ -143,6 +143,12 @@ int proc_thread_tgid(uint32_t tid, uint32_t *ret_pid);
 
 /* --- edfctl-output.c: tables and number formatting --- */
 
+/* Text from users or other processes (names, comms, paths, the daemon's messages) as a terminal
+ * may show it: basic/escape.h's escape_terminal(). The result stays valid until TTY_SLOTS more
+ * calls (so one printf() may take up to TTY_SLOTS of them); "" for NULL. */
+#define TTY_SLOTS 8
+const char *tty(const char *s);
+
 typedef struct Table Table;
 
 /* A table of n_columns columns whose first row is the header. Returns NULL without memory. */
@@ -174,6 +180,9 @@ char *bw_display_free(uint64_t have, uint64_t used, char buf[static DURATION_MAX
 
 /* JSON (json-c) for the --json outputs. */
 typedef struct json_object json_object;
+/* A JSON string of text from users or other processes: escape_json() (invalid UTF-8 bytes become
+ * U+FFFD). NULL (JSON null) for NULL, or without memory. */
+json_object *json_text(const char *s);
 /* A bandwidth as a fraction of one CPU; NULL (JSON null) for "unlimited" (UINT64_MAX). */
 json_object *json_bw(uint64_t bw);
 /* Add key -> value to o (value NULL: JSON null; o takes value even on failure). 0 or -ENOMEM. */

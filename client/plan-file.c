@@ -2,16 +2,24 @@
 /* The task-set file of `edfctl plan` (see plan-file.h). */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <yaml.h>
 
 #include "plan-file.h"
+#include "basic/escape.h"
 #include "basic/macro.h"
 #include "core/duration.h"
 #include "core/params.h"
 
+/* A task is one entry of one CPU's test (a split task one on each of two), so no CPU of a plan
+ * can exceed what edf_check() takes. */
+_Static_assert(PLAN_FILE_TASKS_MAX <= EDF_TASKS_MAX, "a file's tasks must fit one CPU's test");
+
 #define FIELD_MAX 255
+#define QUOTE_MAX (FIELD_MAX + 8)
 
 typedef enum Key {
         KEY_NAME,
@@ -63,13 +71,15 @@ static int key_from(const char *s, size_t len) {
         return -1;
 }
 
-/* s[0..len) as a short C string for a message, control characters as '?'. */
-static const char *quote(const char *s, size_t len, char buf[static FIELD_MAX + 8]) {
-        size_t n = MIN(len, (size_t) 40);
+/* s[0..len) as a short C string for a message: its first QUOTE_BYTES bytes escaped for a terminal
+ * (basic/escape.h), "..." when there was more. */
+#define QUOTE_BYTES 40
+_Static_assert(ESCAPE_MAX(QUOTE_BYTES) + 4 <= QUOTE_MAX, "room for the escaped bytes and ...");
+static const char *quote(const char *s, size_t len, char buf[static QUOTE_MAX]) {
+        size_t n = MIN(len, (size_t) QUOTE_BYTES), k;
 
-        for (size_t i = 0; i < n; i++)
-                buf[i] = (unsigned char) s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-        strcpy(buf + n, len > n ? "..." : "");
+        k = escape_terminal(s, n, buf, QUOTE_MAX);
+        strcpy(buf + k, len > n ? "..." : "");
         return buf;
 }
 
@@ -91,7 +101,7 @@ static char *keep(Parser *p, const char *s, size_t len) {
 }
 
 static int parse_duration_field(Parser *p, unsigned line, const Fields *fl, Key k, uint64_t *ret) {
-        char buf[FIELD_MAX + 8], q[FIELD_MAX + 8];
+        char buf[FIELD_MAX + 8], q[QUOTE_MAX];
         const char *reason = NULL;
 
         if (fl->len[k] > FIELD_MAX)
@@ -105,7 +115,7 @@ static int parse_duration_field(Parser *p, unsigned line, const Fields *fl, Key 
 
 static int parse_bool_field(Parser *p, unsigned line, const Fields *fl, Key k, bool *ret) {
         static const char *const yes[] = { "yes", "true", "on" }, *const no[] = { "no", "false", "off", "" };
-        char q[FIELD_MAX + 8];
+        char q[QUOTE_MAX];
 
         for (size_t i = 0; i < ELEMENTSOF(yes); i++)
                 if (fl->len[k] == strlen(yes[i]) && strncasecmp(fl->v[k], yes[i], fl->len[k]) == 0)
@@ -117,7 +127,7 @@ static int parse_bool_field(Parser *p, unsigned line, const Fields *fl, Key k, b
 }
 
 static int check_text_field(Parser *p, unsigned line, const Fields *fl, Key k) {
-        char q[FIELD_MAX + 8];
+        char q[QUOTE_MAX];
 
         if (fl->len[k] > FIELD_MAX)
                 return fail(p, line, "%s \"%s\" is longer than %d bytes", key_names[k], quote(fl->v[k], fl->len[k], q), FIELD_MAX);
@@ -130,12 +140,13 @@ static int check_text_field(Parser *p, unsigned line, const Fields *fl, Key k) {
 static int add_task(Parser *p, unsigned line, const Fields *fl) {
         PlanFile *f = p->f;
         PlanTask t = {};
-        char a[DURATION_MAX], b[DURATION_MAX], name[32];
+        char a[DURATION_MAX], b[DURATION_MAX], name[32], shown[ESCAPE_MAX(FIELD_MAX) + 1];
         ParamsOutcome o;
         int r;
 
         if (f->n >= PLAN_FILE_TASKS_MAX)
-                return fail(p, line, "more than %u tasks", PLAN_FILE_TASKS_MAX);
+                return fail(p, line, "more than %u tasks, the most a plan takes (one CPU's test takes at most %u)",
+                            PLAN_FILE_TASKS_MAX, EDF_TASKS_MAX);
         snprintf(name, sizeof(name), "#%zu", f->n + 1);
         if (!fl->v[KEY_RUNTIME] || fl->len[KEY_RUNTIME] == 0)
                 return fail(p, line, "task %s has no runtime", name);
@@ -163,30 +174,76 @@ static int add_task(Parser *p, unsigned line, const Fields *fl) {
                 return -ENOMEM;
         if (fl->v[KEY_GROUP] && fl->len[KEY_GROUP] > 0 && !(t.group = keep(p, fl->v[KEY_GROUP], fl->len[KEY_GROUP])))
                 return -ENOMEM;
+        (void) escape_terminal(t.name, strlen(t.name), shown, sizeof(shown));
 
         o = dl_params_check(&t.params, NULL);
         switch (o) {
         case PARAMS_OK:
                 break;
         case PARAMS_RUNTIME_ABOVE_DEADLINE:
-                return fail(p, line, "task %s: runtime %s is above the %s %s", t.name, duration_format(t.params.runtime, a),
+                return fail(p, line, "task %s: runtime %s is above the %s %s", shown, duration_format(t.params.runtime, a),
                             t.params.deadline ? "deadline" : "period", duration_format(t.params.deadline ?: t.params.period, b));
         case PARAMS_DEADLINE_ABOVE_PERIOD:
-                return fail(p, line, "task %s: deadline %s is above the period %s", t.name,
+                return fail(p, line, "task %s: deadline %s is above the period %s", shown,
                             duration_format(t.params.deadline, a), duration_format(t.params.period, b));
         default:
-                return fail(p, line, "task %s: %s", t.name, params_outcome_to_string(o));
+                return fail(p, line, "task %s: %s", shown, params_outcome_to_string(o));
         }
 
         if (f->n == f->allocated) {
                 size_t m = f->allocated ? f->allocated * 2 : 16;
                 PlanTask *n = realloc(f->tasks, m * sizeof(*n));
+                unsigned *l;
                 if (!n)
                         return -ENOMEM;
-                f->tasks = n, f->allocated = m;
+                f->tasks = n;
+                l = realloc(f->lines, m * sizeof(*l));
+                if (!l)
+                        return -ENOMEM;
+                f->lines = l, f->allocated = m;
         }
+        f->lines[f->n] = line;
         f->tasks[f->n++] = t;
         return 0;
+}
+
+static int by_name(const void *a, const void *b, void *userdata) {
+        const PlanTask *tasks = userdata;
+        size_t i = *(const size_t *) a, j = *(const size_t *) b;
+        int c = strcmp(tasks[i].name, tasks[j].name);
+
+        return c != 0 ? c : i < j ? -1 : i > j;
+}
+
+/* Two tasks of one name: the first task (in file order) whose name an earlier one has, with the
+ * line of that earlier one. Unnamed tasks count with the name they get ("#3"). */
+static int check_names(Parser *p) {
+        const PlanFile *f = p->f;
+        _cleanup_free_ size_t *order = NULL;
+        size_t dup = SIZE_MAX, first = 0;
+        char q[QUOTE_MAX];
+
+        if (f->n < 2)
+                return 0;
+        order = malloc(f->n * sizeof(*order));
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < f->n; i++)
+                order[i] = i;
+        qsort_r(order, f->n, sizeof(*order), by_name, f->tasks);
+        for (size_t i = 1, head = 0; i < f->n; i++) {
+                if (strcmp(f->tasks[order[i]].name, f->tasks[order[head]].name) != 0) {
+                        head = i;
+                        continue;
+                }
+                /* order[head] is the first of its name; order[i] a later one. */
+                if (dup == SIZE_MAX || order[i] < dup)
+                        dup = order[i], first = order[head];
+        }
+        if (dup == SIZE_MAX)
+                return 0;
+        return fail(p, f->lines[dup], "task name \"%s\" is already the name of the task at %.200s:%u",
+                    quote(f->tasks[dup].name, strlen(f->tasks[dup].name), q), p->filename, f->lines[first]);
 }
 
 /* --- CSV --- */
@@ -217,7 +274,15 @@ static int parse_csv(Parser *p, const char *buf, size_t len) {
 
                 line++;
                 s = eol < end ? eol + 1 : end;
-                if (l == 0 || *t == '#')
+                /* A comment runs from a # at the start of the line or after a blank to the end of
+                 * the line, as in YAML. */
+                for (const char *h = c; h < eol; h++)
+                        if (*h == '#' && (h == c || h[-1] == ' ' || h[-1] == '\t')) {
+                                eol = h;
+                                break;
+                        }
+                t = trim(c, eol, &l);
+                if (l == 0)
                         continue;
                 if (memchr(t, '\0', l))
                         return fail(p, line, "holds a NUL byte");
@@ -225,7 +290,7 @@ static int parse_csv(Parser *p, const char *buf, size_t len) {
                         const char *comma = memchr(c, ',', (size_t) (eol - c)) ?: eol;
                         size_t fl_len;
                         const char *field = trim(c, comma, &fl_len);
-                        char q[FIELD_MAX + 8];
+                        char q[QUOTE_MAX];
 
                         if (!have_header) {
                                 int k = key_from(field, fl_len);
@@ -296,7 +361,7 @@ static int yaml_task_fields(Parser *p, Yaml *y, Fields *fl, char **values) {
         int r;
 
         for (;;) {
-                char q[FIELD_MAX + 8];
+                char q[QUOTE_MAX];
                 int k;
 
                 if ((r = yaml_next(p, y)) < 0)
@@ -315,6 +380,9 @@ static int yaml_task_fields(Parser *p, Yaml *y, Fields *fl, char **values) {
                         return r;
                 if (y->event.type != YAML_SCALAR_EVENT)
                         return fail(p, yaml_line(y), "%s must be a scalar", key_names[k]);
+                /* "\0" or "\u0000" in a quoted scalar: the value is longer than its C string. */
+                if (memchr(y->event.data.scalar.value, '\0', y->event.data.scalar.length))
+                        return fail(p, yaml_line(y), "%s holds a NUL byte", key_names[k]);
                 values[k] = strndup((const char *) y->event.data.scalar.value, y->event.data.scalar.length);
                 if (!values[k])
                         return -ENOMEM;
@@ -350,13 +418,14 @@ static int parse_yaml_events(Parser *p, Yaml *y) {
         if (y->event.type != YAML_MAPPING_START_EVENT)
                 return fail(p, yaml_line(y), "expected a mapping with tasks:");
         for (;;) {
-                char q[FIELD_MAX + 8];
+                char q[QUOTE_MAX];
 
                 if ((r = yaml_next(p, y)) < 0)
                         return r;
                 if (y->event.type == YAML_MAPPING_END_EVENT)
                         break;
-                if (y->event.type != YAML_SCALAR_EVENT || strcmp((const char *) y->event.data.scalar.value, "tasks") != 0)
+                if (y->event.type != YAML_SCALAR_EVENT || y->event.data.scalar.length != 5 ||
+                    memcmp(y->event.data.scalar.value, "tasks", 5) != 0)
                         return fail(p, yaml_line(y), "unknown key \"%s\" (expected tasks)",
                                     y->event.type == YAML_SCALAR_EVENT
                                             ? quote((const char *) y->event.data.scalar.value, y->event.data.scalar.length, q)
@@ -436,6 +505,7 @@ void plan_file_done(PlanFile *f) {
                 free(f->strings[i]);
         free(f->strings);
         free(f->tasks);
+        free(f->lines);
         *f = (PlanFile) {};
 }
 
@@ -454,6 +524,8 @@ int plan_file_parse(const char *filename, const char *buf, size_t len, PlanFile 
                 r = parse_csv(&p, buf, len);
         if (r == 0 && f.n == 0)
                 r = fail(&p, 0, "holds no task");
+        if (r == 0)
+                r = check_names(&p);
         if (r == -ENOMEM)
                 snprintf(err, PLAN_FILE_ERROR_MAX, "%s: out of memory", filename);
         if (r < 0) {

@@ -5,8 +5,9 @@
  *
  * CSV: a header line naming the columns, then one task per line. Columns: runtime and period
  * (required), deadline (empty or absent: the period), name, group, split (yes/no, true/false,
- * empty: no). Blank lines and lines starting with # are skipped; fields are trimmed; there is no
- * quoting (a name cannot hold a comma).
+ * empty: no). A # at the start of a line or after a blank starts a comment (to the end of the
+ * line, as in YAML); blank lines are skipped; fields are trimmed; there is no quoting (a name
+ * cannot hold a comma, nor a # after a blank).
  *
  *     name,runtime,deadline,period,split
  *     video,5.8ms,10ms,10ms,yes
@@ -19,20 +20,25 @@
  * The format is the extension's (.csv, .yaml, .yml); otherwise YAML when the first line that is
  * not blank or a comment starts with "tasks:", else CSV. Durations carry a unit (10ms, 250us);
  * each task is checked with the kernel's rules (runtime >= 1024ns, runtime <= deadline <=
- * period). A task without a name is named by its position ("#3"). Every error names the file, the
- * line and the problem; the first one stops the parse. */
+ * period). A task without a name is named by its position ("#3"); two tasks of one name are
+ * refused (with both lines). Every error names the file, the line and the problem; the first one
+ * stops the parse. */
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "core/plan.h"
 
-#define PLAN_FILE_TASKS_MAX 100000u
+/* The most tasks in a file: what one CPU's EDF test takes (EDF_TASKS_MAX), since a plan may put
+ * every task on one CPU (best fit packs small tasks onto cpu0). With more, plan_run() would fail
+ * with -E2BIG part way instead of the file being refused. */
+#define PLAN_FILE_TASKS_MAX EDF_TASKS_MAX
 #define PLAN_FILE_SIZE_MAX (16u << 20)
 #define PLAN_FILE_ERROR_MAX 512
 
 typedef struct PlanFile {
         PlanTask *tasks;  /* names and groups point into strings owned here */
+        unsigned *lines;  /* the line each task starts on */
         size_t n;
         char **strings;
         size_t n_strings;

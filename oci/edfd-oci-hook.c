@@ -33,6 +33,7 @@
 #include <edfd/edfd.h>
 
 #include "config.h"
+#include "basic/escape.h"
 #include "core/bandwidth.h"
 #include "core/duration.h"
 #include "oci-hook.h"
@@ -45,15 +46,25 @@ static char container_short[16];
 
 static void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void err(const char *fmt, ...) {
+        char *msg = NULL, *shown, *id;
         va_list ap;
+        int n;
 
+        va_start(ap, fmt);
+        n = vasprintf(&msg, fmt, ap);
+        va_end(ap);
+        /* A message quotes what the container's creator wrote (its id, annotations, the bundle's
+         * path and config.json) and edfd's answers: escaped for the terminal or log that shows it
+         * (basic/escape.h), as a whole. */
+        shown = n >= 0 ? escape_terminal_dup(msg) : NULL;
+        id = container ? escape_terminal_dup(container) : NULL;
         fprintf(stderr, "%s: ", prog);
         if (container)
-                fprintf(stderr, "container %s: ", container);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
+                fprintf(stderr, "container %s: ", id ?: "?");
+        fprintf(stderr, "%s\n", shown ?: "out of memory");
+        free(id);
+        free(shown);
+        free(msg);
 }
 
 /* Read all of fd, at most max bytes; more is an error. Returns the length or negative errno. */
@@ -455,7 +466,9 @@ int main(int argc, char **argv) {
         }
         const char *stage = argv[optind];
         if (strcmp(stage, "createRuntime") != 0 && strcmp(stage, "poststop") != 0) {
-                fprintf(stderr, "%s: unknown stage \"%s\" (createRuntime or poststop)\n", prog, stage);
+                char *shown = escape_terminal_dup(stage);
+                fprintf(stderr, "%s: unknown stage \"%s\" (createRuntime or poststop)\n", prog, shown ?: "?");
+                free(shown);
                 return 2;
         }
         rootless = !outside_root(geteuid());

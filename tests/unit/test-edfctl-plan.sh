@@ -92,6 +92,58 @@ fi
 
 printf 'runtime,period\n5,10ms\n' >"$tmp/bad.csv"
 expect "a bad file names the line and the problem" 2 '^edfctl: .*bad\.csv:2: runtime "5" has no unit' -- plan --cpus 1 "$tmp/bad.csv"
+# An escaped NUL in a YAML scalar: refused (the ASan suite runs this too: the reader used to read
+# past the copy it made of the value).
+printf 'tasks:\n  - { name: a, runtime: "5ms\\u0000xyzw", period: 10ms }\n' >"$tmp/nul.yaml"
+expect "a YAML value holding a NUL byte is refused" 2 '^edfctl: .*nul\.yaml:2: runtime holds a NUL byte$' -- plan --cpus 1 "$tmp/nul.yaml"
+printf 'name,runtime,period\nleft,1ms,10ms\nright,1ms,10ms\nleft,2ms,10ms\n' >"$tmp/dup.csv"
+expect "two tasks of one name are refused with both lines" 2 \
+        '^edfctl: .*dup\.csv:4: task name "left" is already the name of the task at .*dup\.csv:2$' -- plan --cpus 1 "$tmp/dup.csv"
+printf 'name,runtime,period   # the header\na,1ms,10ms # a note, as edfctl(1) says\n' >"$tmp/comment.csv"
+expect "a # after a value starts a comment, as edfctl(1) says" 0 '^a +1ms +10ms +10ms +10% +placed' -- plan --cpus 1 "$tmp/comment.csv"
+# One task more than one CPU's test takes (65,536; best fit would pack them all onto cpu0): the
+# reader refuses the file, naming the limit, before any placement (it used to fail after 14 s with
+# "cannot plan: Argument list too long").
+awk 'BEGIN { print "runtime,period"; for (i = 0; i < 65537; i++) print "1024ns,100ms" }' >"$tmp/many.csv"
+expect "a file of 65,537 tasks is refused, naming the limit" 2 \
+        '^edfctl: .*many\.csv:65538: more than 65536 tasks, the most a plan takes \(one CPU.s test takes at most 65536\)$' \
+        -- plan --cpus 1 "$tmp/many.csv"
+# Names are the file writer's text: printed escaped (basic/escape.h), and valid in JSON.
+# clean FILE: true when FILE holds no byte a terminal would obey or that is not ASCII.
+clean() { LC_ALL=C grep -q $'[\x01-\x08\x0b-\x1f\x7f\x80-\xff]' "$1" && return 1; return 0; }
+printf 'name,runtime,period\nv\xff\xe2\x80\xae,1ms,10ms\nbig\xc3,95ms,100ms\n' >"$tmp/utf8.csv"
+"$edfctl" plan --cpus 1 "$tmp/utf8.csv" >"$tmp/utf8.out" 2>&1
+status=$?
+if [ $status = 1 ] && clean "$tmp/utf8.out" && grep -q '^v\\xff\\xe2\\x80\\xae  *1ms ' "$tmp/utf8.out" &&
+        grep -q '^big\\xc3: refused: ' "$tmp/utf8.out"; then
+        ok "invalid UTF-8 and a bidi override in a name are escaped in the table and the refusals"
+else
+        not_ok "invalid UTF-8 and a bidi override in a name are escaped in the table and the refusals" "exit $status" "$(cat -v "$tmp/utf8.out")"
+fi
+if command -v python3 >/dev/null; then
+        "$edfctl" plan --cpus 1 --json "$tmp/utf8.csv" >"$tmp/utf8.json" 2>&1
+        if python3 -m json.tool "$tmp/utf8.json" >/dev/null 2>&1 &&
+                python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))["tasks"]; assert [x["name"] for x in t] == ["v\ufffd\u202e", "big\ufffd"], t' "$tmp/utf8.json"; then
+                ok "--json with names that are not valid UTF-8 parses, each bad byte U+FFFD"
+        else
+                not_ok "--json with names that are not valid UTF-8 parses, each bad byte U+FFFD" "$(cat -v "$tmp/utf8.json")"
+        fi
+else
+        ok "# SKIP --json with invalid UTF-8: no python3 to read it"
+fi
+printf 'runtime,period,name\n1ms,10ms,\x1b]0;owned\x07\x1b[2J\n' >"$tmp/esc.csv"
+"$edfctl" plan --cpus 1 "$tmp/esc.csv" >"$tmp/esc.out" 2>&1
+status=$?
+if [ $status = 2 ] && clean "$tmp/esc.out" && grep -qF 'name "\x1b]0;owned\a\x1b[2J" holds a control character' "$tmp/esc.out"; then
+        ok "a name with ESC sequences is refused, the sequences escaped in the message"
+else
+        not_ok "a name with ESC sequences is refused, the sequences escaped in the message" "exit $status" "$(cat -v "$tmp/esc.out")"
+fi
+# --live: edfd plans at most 1,024 tasks in one call; more is refused before the bus (which points
+# nowhere here: trying it would be exit 3).
+awk 'BEGIN { print "runtime,period"; for (i = 0; i < 1025; i++) print "1ms,100ms" }' >"$tmp/live-many.csv"
+expect "plan --live with 1,025 tasks is refused, naming the limit" 2 \
+        '^edfctl: .*live-many\.csv has 1025 tasks: edfd plans at most 1024 at once$' -- plan --live "$tmp/live-many.csv"
 expect "a missing file" 2 '^edfctl: cannot read .*/nope\.csv: No such file or directory$' -- plan "$tmp/nope.csv"
 expect "a directory" 2 '^edfctl: cannot read .*: Is a directory$' -- plan "$tmp"
 expect "no file" 2 'plan' -- plan

@@ -4,6 +4,8 @@
 
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/macro.h"
@@ -121,6 +123,45 @@ Test(plan, formats) {
         plan_file_done(NULL);
 }
 
+Test(plan, comments) {
+        /* edfctl(1): # starts a comment, at the start of a line or after a blank, in CSV as in YAML. */
+        PlanFile f = parse_ok("c.csv", "name,runtime,period # the header\n"
+                                       "a,1ms,10ms # a note\n"
+                                       "b,2ms,10ms\t# after a tab\n"
+                                       "# a whole line\n"
+                                       "   # an indented one\n"
+                                       "c#1,3ms,10ms\n");
+
+        cr_assert_eq(f.n, 3);
+        cr_assert_str_eq(f.tasks[0].name, "a");
+        cr_assert_eq(f.tasks[0].params.period, 10 * MS);
+        cr_assert_eq(f.tasks[1].params.runtime, 2 * MS);
+        cr_assert_str_eq(f.tasks[2].name, "c#1");
+        cr_assert_eq(f.lines[2], 6);
+        plan_file_done(&f);
+        parse_bad("c.csv", "name,runtime,period\nc,3ms,10ms#x\n", "c.csv:2: period \"10ms#x\" has an unknown unit (use ns, us, ms or s)");
+        f = parse_ok("c.yaml", "tasks: # the set\n  - { name: a, runtime: 1ms, period: 10ms } # a note\n"
+                               "  - name: b # a name\n    runtime: 2ms # its runtime\n    period: 10ms\n");
+        cr_assert_eq(f.n, 2);
+        cr_assert_str_eq(f.tasks[1].name, "b");
+        cr_assert_eq(f.tasks[1].params.runtime, 2 * MS);
+        cr_assert_eq(f.lines[1], 3);
+        plan_file_done(&f);
+}
+
+Test(plan, duplicate_names) {
+        parse_bad("d.csv", "name,runtime,period\na,1ms,10ms\nb,1ms,10ms\nb,2ms,10ms\na,2ms,10ms\n",
+                  "d.csv:4: task name \"b\" is already the name of the task at d.csv:3");
+        parse_bad("d.csv", "name,runtime,period\na,1ms,10ms\nb,1ms,10ms\nc,2ms,10ms\na,2ms,10ms\nb,1ms,10ms\n",
+                  "d.csv:5: task name \"a\" is already the name of the task at d.csv:2");
+        /* An unnamed task's name is its position. */
+        parse_bad("d.csv", "runtime,period,name\n1ms,10ms,\n1ms,10ms,#1\n",
+                  "d.csv:3: task name \"#1\" is already the name of the task at d.csv:2");
+        parse_bad("d.yaml", "tasks:\n  - { name: x, runtime: 1ms, period: 10ms }\n\n  - name: y\n    runtime: 1ms\n"
+                            "    period: 10ms\n  - name: x\n    runtime: 1ms\n    period: 10ms\n",
+                  "d.yaml:7: task name \"x\" is already the name of the task at d.yaml:2");
+}
+
 Test(plan, bad_files) {
         parse_bad("a.csv", "", "a.csv: is empty (a CSV task set starts with a header line: name, runtime, deadline, period, group, split)");
         parse_bad("a.csv", "name,runtime,period\n", "a.csv: holds no task");
@@ -137,7 +178,13 @@ Test(plan, bad_files) {
         parse_bad("a.csv", "runtime,period\n100ns,10ms\n", "a.csv:2: task #1: runtime is below 1024ns, the kernel's minimum");
         parse_bad("a.csv", "runtime,period\n,10ms\n", "a.csv:2: task #1 has no runtime");
         parse_bad("a.csv", "runtime,period,split\n1ms,10ms,maybe\n", "a.csv:2: split \"maybe\" is not yes or no");
-        parse_bad("a.csv", "runtime,period,name\n1ms,10ms,a\tb\n", "a.csv:2: name \"a?b\" holds a control character");
+        parse_bad("a.csv", "runtime,period,name\n1ms,10ms,a\tb\n", "a.csv:2: name \"a\\tb\" holds a control character");
+        parse_bad("a.csv", "runtime,period,name\n1ms,10ms,\x1b]0;x\n", "a.csv:2: name \"\\x1b]0;x\" holds a control character");
+        /* A name that is not valid UTF-8 is taken (outputs escape it) but shown escaped in messages. */
+        parse_bad("a.csv", "name,runtime,period\nv\xff\xe2\x80\xae,11ms,10ms\n",
+                  "a.csv:2: task v\\xff\\xe2\\x80\\xae: runtime 11ms is above the period 10ms");
+        parse_bad("a.csv", "name,runtime,period\n\xc3,1ms,10ms\n\xc3,1ms,10ms\n",
+                  "a.csv:3: task name \"\\xc3\" is already the name of the task at a.csv:2");
         parse_bad("a.csv", "runtime,period\n99999999999999999999s,10ms\n", "a.csv:2: runtime \"99999999999999999999s\" is too large");
         parse_bad("b.yaml", "tasks: [ { runtime: 1ms } ]\n", "b.yaml:1: task #1 has no period");
         parse_bad("b.yaml", "tasks:\n  - { runtime: 1ms, period: 10ms, cpu: 1 }\n", "b.yaml:2: unknown key \"cpu\" in a task (expected name, runtime, deadline, period, group, split)");
@@ -154,6 +201,36 @@ Test(plan, bad_files) {
         parse_bad("b.yaml", "tasks: []\ntasks: []\n", "b.yaml:2: tasks given twice");
         parse_bad("b.yaml", "tasks: [ { runtime: 1ms, period: 10ms } ]\n---\ntasks: []\n", "b.yaml:2: holds more than one document");
         parse_bad("b.yaml", "{}\n", "b.yaml: has no tasks:");
+        /* An escaped NUL: libyaml's scalar is longer than its C string. */
+        parse_bad("b.yaml", "tasks:\n  - { period: 10ms,\n      runtime: \"5ms\\u0000xyzw\" }\n",
+                  "b.yaml:3: runtime holds a NUL byte");
+        parse_bad("b.yaml", "tasks: [ { runtime: 1ms, period: 10ms, name: \"a\\0b\" } ]\n",
+                  "b.yaml:1: name holds a NUL byte");
+        parse_bad("b.yaml", "\"tasks\\0\": [ { runtime: 1ms, period: 10ms } ]\n", "b.yaml:1: unknown key \"tasks\\x00\" (expected tasks)");
+}
+
+/* A file may hold what one CPU's test takes, since a plan may put every task there; one more is
+ * refused by the reader, naming the limit, instead of failing the plan part way. */
+Test(plan, most_tasks) {
+        const char header[] = "runtime,period\n", row[] = "1024ns,100ms\n";
+        size_t n = PLAN_FILE_TASKS_MAX + 1, len = strlen(header) + n * strlen(row);
+        _cleanup_free_ char *buf = malloc(len + 1), *want = NULL;
+        char err[PLAN_FILE_ERROR_MAX];
+        PlanFile f;
+
+        cr_assert_eq(PLAN_FILE_TASKS_MAX, EDF_TASKS_MAX);
+        cr_assert_not_null(buf);
+        strcpy(buf, header);
+        for (size_t i = 0; i < n; i++)
+                memcpy(buf + strlen(header) + i * strlen(row), row, strlen(row));
+        buf[len] = '\0';
+        cr_assert_eq(plan_file_parse("many.csv", buf, len, &f, err), -EINVAL);
+        cr_assert(asprintf(&want, "many.csv:%zu: more than %u tasks, the most a plan takes (one CPU's test takes at most %u)",
+                           n + 1, PLAN_FILE_TASKS_MAX, EDF_TASKS_MAX) > 0);
+        cr_assert_str_eq(err, want);
+        cr_assert_eq(plan_file_parse("many.csv", buf, len - strlen(row), &f, err), 0, "%s", err);
+        cr_assert_eq(f.n, PLAN_FILE_TASKS_MAX);
+        plan_file_done(&f);
 }
 
 Test(plan, bad_calls) {
