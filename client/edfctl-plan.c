@@ -14,6 +14,7 @@
 
 #include "core/bandwidth.h"
 #include "core/plan.h"
+#include "core/plan-order.h"
 #include "edfctl.h"
 #include "plan-file.h"
 
@@ -25,11 +26,12 @@ typedef struct PlanSetup {
         uint64_t rt_bw;     /* the kernel's per-CPU limit (--capacity); UINT64_MAX: unlimited */
         EdfSupply supply;   /* cap_bw = rt_bw less the server's share */
         PlaceFit fit;
+        PlanOrder order;
 } PlanSetup;
 
 static int parse_setup(const Args *a, PlanSetup *ret) {
         const char *capacity = a->capacity ?: CAPACITY_DEFAULT, *server = a->server ?: SERVER_DEFAULT, *reason = NULL;
-        PlanSetup s = { .fit = PLACE_FIT_BEST };
+        PlanSetup s = { .fit = PLACE_FIT_BEST, .order = PLAN_ORDER_GIVEN };
         DlParams srv = {};
         int64_t rt_runtime_us = -1; /* the kernel's sched_rt_runtime_us over a period of 100 ms */
         uint64_t runtime;
@@ -77,6 +79,8 @@ static int parse_setup(const Args *a, PlanSetup *ret) {
                 return usage_invalid("capacity", capacity, strerror(-r));
         if ((a->given & ARG_FIT) && place_fit_from_string(a->fit, &s.fit) < 0)
                 return usage_invalid("fit", a->fit, "is not best, first or worst");
+        if ((a->given & ARG_ORDER) && plan_order_from_string(a->order, &s.order) < 0)
+                return usage_invalid("order", a->order, "is not given or decreasing");
         *ret = s;
         return EDFCTL_EXIT_OK;
 }
@@ -195,8 +199,9 @@ static int print_text(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *
                 return r;
         table_align_right(c, 4);
         table_print(c, stdout);
-        printf("\n%zu of %zu tasks admitted (%zu split), %zu refused; partitioned EDF, %s fit, %u CPU%s of %s",
-               placed + split, f->n, split, refused, place_fit_to_string(s->fit), s->ncpus, s->ncpus == 1 ? "" : "s",
+        printf("\n%zu of %zu tasks admitted (%zu split), %zu refused; partitioned EDF, %s fit%s, %u CPU%s of %s",
+               placed + split, f->n, split, refused, place_fit_to_string(s->fit),
+               s->order == PLAN_ORDER_DECREASING ? " in decreasing utilization" : "", s->ncpus, s->ncpus == 1 ? "" : "s",
                s->rt_bw == UINT64_MAX ? "unlimited capacity" : bw_format(s->rt_bw, a));
         if (s->supply.server.runtime > 0)
                 printf(" less a fair server of %s every %s\n", duration_format(s->supply.server.runtime, b),
@@ -274,6 +279,7 @@ static int print_json(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *
         }
         JSON_ADD(o, "placement", json_object_new_string("partitioned"), r);
         JSON_ADD(o, "fit", json_object_new_string(place_fit_to_string(s->fit)), r);
+        JSON_ADD(o, "order", json_object_new_string(plan_order_to_string(s->order)), r);
         JSON_ADD(o, "cpus", json_object_new_uint64(s->ncpus), r);
         JSON_ADD(o, "capacity", json_bw(s->rt_bw), r);
         if (s->supply.server.runtime > 0) {
@@ -469,9 +475,10 @@ int verb_plan(const Args *a) {
         size_t len = 0;
         int r, ex;
 
-        if ((a->given & ARG_LIVE) && (a->given & (ARG_CPUS | ARG_CAPACITY | ARG_SERVER | ARG_FIT)))
-                return usage_error(a, "--live asks edfd, which knows its CPUs, capacity, fair server and fit: "
-                                      "--cpus, --capacity, --server and --fit are for the offline plan");
+        if ((a->given & ARG_LIVE) && (a->given & (ARG_CPUS | ARG_CAPACITY | ARG_SERVER | ARG_FIT | ARG_ORDER)))
+                return usage_error(a, "--live asks edfd, which knows its CPUs, capacity, fair server and fit, and "
+                                      "decides as it admits: --cpus, --capacity, --server, --fit and --order are "
+                                      "for the offline plan");
         ex = parse_setup(a, &s);
         if (ex != EDFCTL_EXIT_OK)
                 return ex;
@@ -496,7 +503,7 @@ int verb_plan(const Args *a) {
         }
         entries = calloc(f.n, sizeof(*entries));
         loads = calloc(s.ncpus, sizeof(*loads));
-        r = entries && loads ? plan_run(f.tasks, f.n, s.ncpus, &s.supply, s.fit, entries, loads) : -ENOMEM;
+        r = entries && loads ? plan_run_ordered(f.tasks, f.n, s.order, s.ncpus, &s.supply, s.fit, entries, loads) : -ENOMEM;
         if (r >= 0)
                 r = (a->given & ARG_JSON) ? print_json(&f, entries, loads, &s) : print_text(&f, entries, loads, &s);
         if (r < 0) {

@@ -102,9 +102,9 @@ static const Verb verbs[] = {
           "Remove an empty group (no groups or reservations in it).\n" },
         { "reload", NULL, 0, 0, 0, verb_reload, "reload", "Reload edfd's configuration",
           "Reload edfd's configuration; an invalid file is refused and changes nothing.\n" },
-        { "plan", NULL, 1, 1, ARG_JSON | ARG_CPUS | ARG_CAPACITY | ARG_SERVER | ARG_FIT | ARG_LIVE, verb_plan,
+        { "plan", NULL, 1, 1, ARG_JSON | ARG_CPUS | ARG_CAPACITY | ARG_SERVER | ARG_FIT | ARG_ORDER | ARG_LIVE, verb_plan,
           "plan FILE [--cpus N] [--capacity PERCENT] [--server RUNTIME/PERIOD|none]\n"
-          "             [--fit best|first|worst] [--json]\n"
+          "             [--fit best|first|worst] [--order given|decreasing] [--json]\n"
           "       plan --live FILE [--json]",
           "Check a task set offline: where each task would go, or why not",
           "Place the task set in FILE (CSV or YAML: runtime, deadline, period, optional name,\n"
@@ -119,6 +119,9 @@ static const Verb verbs[] = {
           "  --server=RUNTIME/PERIOD     The fair server per CPU (default 50ms/1s, kernels since\n"
           "                              6.12; none for older ones)\n"
           "  --fit=best|first|worst      Which passing CPU takes a task (default best)\n"
+          "  --order=given|decreasing    Decide the tasks in the file's order (default: as edfd\n"
+          "                              admits requests, one after the other) or the largest\n"
+          "                              utilization first, which loses fewer sets that fit\n"
           "  --live                      Ask the running edfd instead: its groups, partitions and\n"
           "                              what they hold now decide (the Plan method); nothing is\n"
           "                              applied. Groups are edfd's; a task without one goes to\n"
@@ -159,6 +162,7 @@ static const struct {
         { ARG_CAPACITY, "--capacity" },
         { ARG_SERVER, "--server" },
         { ARG_FIT, "--fit" },
+        { ARG_ORDER, "--order" },
         { ARG_SPLIT, "--split" },
         { ARG_STARTUP, "--startup" },
         { ARG_OVERHEAD, "--overhead" },
@@ -638,6 +642,7 @@ enum {
         OPT_CAPACITY,
         OPT_SERVER,
         OPT_FIT,
+        OPT_ORDER,
         OPT_SPLIT,
         OPT_STARTUP,
         OPT_OVERHEAD,
@@ -680,6 +685,7 @@ static int parse_argv(int argc, char *argv[], Args *a, char **positional, bool *
                 { "capacity", required_argument, NULL, OPT_CAPACITY },
                 { "server", required_argument, NULL, OPT_SERVER },
                 { "fit", required_argument, NULL, OPT_FIT },
+                { "order", required_argument, NULL, OPT_ORDER },
                 { "split", required_argument, NULL, OPT_SPLIT },
                 { "startup", required_argument, NULL, OPT_STARTUP },
                 { "overhead", required_argument, NULL, OPT_OVERHEAD },
@@ -757,6 +763,9 @@ static int parse_argv(int argc, char *argv[], Args *a, char **positional, bool *
                         break;
                 case OPT_FIT:
                         ex = set_value(a, ARG_FIT, &a->fit, optarg);
+                        break;
+                case OPT_ORDER:
+                        ex = set_value(a, ARG_ORDER, &a->order, optarg);
                         break;
                 case OPT_SPLIT:
                         ex = set_value(a, ARG_SPLIT, &a->split, optarg);

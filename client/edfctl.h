@@ -55,7 +55,8 @@ typedef enum ArgOption {
         ARG_OVERHEAD = 1u << 19,
         ARG_DURATION = 1u << 20,
         ARG_LIVE = 1u << 21,
-        _ARG_OPTION_COUNT = 22,
+        ARG_ORDER = 1u << 22,
+        _ARG_OPTION_COUNT = 23,
 } ArgOption;
 
 /* The command line after getopt: raw option values, parsed by the verb that uses them (so that an
@@ -68,7 +69,7 @@ typedef struct Args {
         size_t n_positional;
         char **command;               /* after "--", NULL-terminated; NULL when there was no "--" */
         const char *group, *runtime, *deadline, *period, *tid, *pid, *bandwidth, *work, *margin;
-        const char *cpus, *capacity, *server, *fit; /* plan */
+        const char *cpus, *capacity, *server, *fit, *order; /* plan */
         const char *split;            /* admit --split TID2 */
         const char *startup;          /* admit --startup BOUND -- COMMAND */
         const char *overhead;         /* admit --work --overhead auto|none|DURATION */

@@ -156,6 +156,26 @@ expect "--server 5ms" 2 'invalid fair server "5ms": is not RUNTIME/PERIOD' -- pl
 expect "--server 2s/1s" 2 'invalid fair server "2s/1s": needs 1024ns <= runtime <= period' -- plan --server 2s/1s "$tmp/seed.csv"
 expect "--server as large as the capacity" 2 'takes the whole capacity' -- plan --capacity 5% --server 50ms/1s "$tmp/seed.csv"
 expect "--fit bogus" 2 'invalid fit "bogus": is not best, first or worst' -- plan --fit bogus "$tmp/seed.csv"
+expect "--order bogus" 2 'invalid order "bogus": is not given or decreasing' -- plan --order bogus "$tmp/seed.csv"
+expect "--order with --live" 2 '--order are for the offline plan' -- plan --live --order decreasing "$tmp/seed.csv"
+
+# Best fit in the file's order packs the two small tasks on one CPU and then has no CPU for the
+# second large one; the largest first, all four fit (60% + 30% on each CPU of 90%).
+cat >"$tmp/order.csv" <<'CSV'
+name,runtime,deadline,period
+small1,3ms,10ms,10ms
+small2,3ms,10ms,10ms
+large1,6ms,10ms,10ms
+large2,6ms,10ms,10ms
+CSV
+expect "--order given: best fit refuses the second large task" 1 '^large2 .* refused ' -- plan --cpus 2 "$tmp/order.csv"
+for want in "small1 0" "small2 1" "large1 0" "large2 1"; do
+        expect "--order decreasing: the set fits, ${want% *} on cpu${want#* }" 0 "^${want% *} .* placed +${want#* } " \
+                -- plan --cpus 2 --order decreasing "$tmp/order.csv"
+done
+expect "--order decreasing: the summary says so" 0 'best fit in decreasing utilization, 2 CPUs' \
+        -- plan --cpus 2 --order decreasing "$tmp/order.csv"
+expect "--order decreasing: --json says so" 0 '"order": ?"decreasing"' -- plan --cpus 2 --order decreasing --json "$tmp/order.csv"
 expect "an option plan does not take" 2 '^edfctl: -g/--group does not apply to plan' -- plan -g audio "$tmp/seed.csv"
 expect "--cpus given twice" 2 'given twice' -- plan --cpus 1 --cpus 2 "$tmp/seed.csv"
 expect "--cpus on another verb" 2 '^edfctl: --cpus does not apply to list' -- list --cpus 2

@@ -11,6 +11,7 @@
 #include "basic/macro.h"
 #include "core/bandwidth.h"
 #include "core/plan.h"
+#include "core/plan-order.h"
 #include "plan-file.h"
 
 #define MS NSEC_PER_MSEC
@@ -245,4 +246,51 @@ Test(plan, bad_calls) {
         cr_assert_eq(plan_run(&t, 1, 1, &s, PLACE_FIT_BEST, &e, NULL), -EINVAL);
         cr_assert_eq(plan_run(NULL, 0, 1, &s, PLACE_FIT_BEST, NULL, NULL), 0);
         cr_assert_str_eq(plan_outcome_to_string(PLAN_SPLIT), "split");
+}
+
+/* The order of a dry run: decreasing utilization, exact, ties by the shorter deadline then the
+ * file's position; the outcomes still land on each task's own entry. */
+Test(plan, order_decreasing) {
+        const PlanTask t[] = {
+                { .name = "small1", .params = { 3 * MS, 10 * MS, 10 * MS } },
+                { .name = "small2", .params = { 3 * MS, 10 * MS, 10 * MS } },
+                { .name = "large1", .params = { 6 * MS, 10 * MS, 10 * MS } },
+                { .name = "tight", .params = { 6 * MS, 8 * MS, 10 * MS } },
+                /* 30% exactly as small1, written over another period: a tie by utilization */
+                { .name = "same", .params = { 30 * MS, 100 * MS, 100 * MS } },
+                /* one part in 10^9 above 30% */
+                { .name = "above", .params = { 300000001, 1000 * MS, 1000 * MS } },
+        };
+        const size_t want[] = { 3, 2, 5, 0, 1, 4 };
+        size_t perm[ELEMENTSOF(t)];
+        EdfSupply s = host();
+        PlanEntry e[4];
+        PlanOrder o;
+
+        cr_assert_eq(plan_order(t, ELEMENTSOF(t), PLAN_ORDER_DECREASING, perm), 0);
+        for (size_t i = 0; i < ELEMENTSOF(t); i++)
+                cr_expect_eq(perm[i], want[i], "position %zu: %s, want %s", i, t[perm[i]].name, t[want[i]].name);
+        cr_assert_eq(plan_order(t, ELEMENTSOF(t), PLAN_ORDER_GIVEN, perm), 0);
+        for (size_t i = 0; i < ELEMENTSOF(t); i++)
+                cr_expect_eq(perm[i], i);
+        cr_expect_eq(plan_order(t, 1, _PLAN_ORDER_MAX, perm), -EINVAL);
+
+        /* small1, small2, large1, large1 again: given, best fit loses the last; decreasing places all */
+        PlanTask set[4] = { t[0], t[1], t[2], t[2] };
+        cr_assert_eq(plan_run_ordered(set, 4, PLAN_ORDER_GIVEN, 2, &s, PLACE_FIT_BEST, e, NULL), 0);
+        cr_expect_eq(e[3].outcome, PLAN_REFUSED);
+        cr_assert_eq(plan_run_ordered(set, 4, PLAN_ORDER_DECREASING, 2, &s, PLACE_FIT_BEST, e, NULL), 0);
+        for (size_t i = 0; i < 4; i++)
+                cr_expect_eq(e[i].outcome, PLAN_PLACED, "task %zu", i);
+        cr_expect_eq(e[0].cpu, 0u);
+        cr_expect_eq(e[1].cpu, 1u);
+        cr_expect_eq(e[2].cpu, 0u);
+        cr_expect_eq(e[3].cpu, 1u);
+
+        cr_assert_eq(plan_order_from_string("decreasing", &o), 0);
+        cr_expect_eq(o, PLAN_ORDER_DECREASING);
+        cr_expect_eq(plan_order_from_string("Decreasing", &o), -EINVAL);
+        cr_expect_eq(plan_order_from_string(NULL, &o), -EINVAL);
+        cr_expect_str_eq(plan_order_to_string(PLAN_ORDER_GIVEN), "given");
+        cr_expect_null(plan_order_to_string(_PLAN_ORDER_MAX));
 }
