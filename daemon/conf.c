@@ -1375,7 +1375,7 @@ static const ConfGroup *conf_find_group(const ConfGroup *gs, size_t n, const cha
         return NULL;
 }
 
-#define TOP_KEYS "capacity, fork, threads, min-split-runtime, reclaim, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups"
+#define TOP_KEYS "capacity, fork, threads, min-split-runtime, reclaim, exec-timeout, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups"
 
 static void walk_config(Ctx *c, Node *root, Config *cfg) {
         const Node *dg = NULL, *shared = NULL;
@@ -1414,7 +1414,19 @@ static void walk_config(Ctx *c, Node *root, Config *cfg) {
                         (void) get_fork_policy(c, v, &cfg->threads);
                 else if (strcmp(name, "min-split-runtime") == 0)
                         (void) get_runtime(c, v, &cfg->min_split_runtime);
-                else if (strcmp(name, "default-group") == 0) {
+                else if (strcmp(name, "exec-timeout") == 0) {
+                        uint64_t ns;
+                        char lo[DURATION_MAX], hi[DURATION_MAX];
+
+                        if (get_duration(c, v, &ns)) {
+                                if (ns < CONF_EXEC_TIMEOUT_MIN || ns > CONF_EXEC_TIMEOUT_MAX)
+                                        error_node(c, v, "must be from %s to %s",
+                                                   duration_format(CONF_EXEC_TIMEOUT_MIN, lo),
+                                                   duration_format(CONF_EXEC_TIMEOUT_MAX, hi));
+                                else
+                                        cfg->exec_timeout = ns;
+                        }
+                } else if (strcmp(name, "default-group") == 0) {
                         s = scalar(c, v, "a group path such as audio/pipewire");
                         if (s && !group_path_valid(s))
                                 error_node(c, v, "\"%s\" is not a valid group path", show(s, v->len, buf));
@@ -1539,6 +1551,7 @@ int conf_parse_buffer(const char *buf, size_t len, const char *filename, Config 
                 .fork = FORK_SPLIT,
                 .threads = FORK_NONE,
                 .min_split_runtime = CONF_MIN_SPLIT_RUNTIME_DEFAULT,
+                .exec_timeout = CONF_EXEC_TIMEOUT_DEFAULT,
                 .polkit = POLKIT_AUTO,
                 .placement = CONF_PLACEMENT_GLOBAL,
                 .reclaim = CONF_RECLAIM_DEFAULT,
@@ -1795,6 +1808,7 @@ void conf_print(const Config *c, const Tree *t, FILE *out) {
         fprintf(out, "threads: %s\n", fork_policy_to_string(c->threads) ?: "?");
         fprintf(out, "min-split-runtime: %s\n", duration_format(c->min_split_runtime, a));
         fprintf(out, "reclaim: %s\n", c->reclaim ? "on" : "off");
+        fprintf(out, "exec-timeout: %s\n", duration_format(c->exec_timeout, a));
         fprintf(out, "default-group: %s\n", c->default_group ?: "/");
         fprintf(out, "cgroup-root: %s\n", c->cgroup_root ?: CONF_CGROUP_ROOT_DEFAULT);
         fprintf(out, "polkit: %s\n", polkit_mode_to_string(c->polkit) ?: "?");

@@ -34,6 +34,13 @@
  * or through edfd, missed ~0.1% of jobs; what it takes is only bandwidth no reservation holds. */
 #define CONF_RECLAIM_DEFAULT true
 
+/* `exec-timeout`: how long an AdmitAtStart watch waits for its process's exec before it is dropped;
+ * its default and its range. A container's init waits for its start in the engine's own time, which
+ * is immediate for `podman start` and `docker start`; a minute covers a slow engine. */
+#define CONF_EXEC_TIMEOUT_DEFAULT (UINT64_C(60) * 1000000000)
+#define CONF_EXEC_TIMEOUT_MIN UINT64_C(1000000)
+#define CONF_EXEC_TIMEOUT_MAX (UINT64_C(3600) * 1000000000)
+
 /* The default of `cgroup-root`: a direct child of the cgroup v2 root, not anything below
  * system.slice. Under systemd the service's own cgroup (system.slice/edfd.service) is removed
  * whenever the service stops, which would tear down every group's cgroup and move its threads
@@ -126,6 +133,7 @@ typedef struct Config {
         uint64_t capacity;           /* BW units cap when !capacity_auto, else CONF_UNLIMITED */
         ForkPolicy fork, threads;    /* the root's policies: default split and none */
         uint64_t min_split_runtime;  /* ns, default CONF_MIN_SPLIT_RUNTIME_DEFAULT */
+        uint64_t exec_timeout;       /* ns, default CONF_EXEC_TIMEOUT_DEFAULT */
         char *default_group;         /* group path for requests that name none; NULL: the root "/" */
         char *cgroup_root;           /* absolute, default CONF_CGROUP_ROOT_DEFAULT */
         PolkitMode polkit;

@@ -59,6 +59,11 @@ void admit_stop(Manager *m);
 /* manager-startup.c */
 /* At exit: forget the admissions that wait for their program's start. */
 void startup_stop(Manager *m);
+/* The proc connector's EXEC and EXIT events (pid, tgid as they came), and a loss of events: the
+ * watched processes concerned are looked at. */
+void startup_on_exec(Manager *m, pid_t pid, pid_t tgid);
+void startup_on_exit(Manager *m, pid_t pid, pid_t tgid);
+void startup_events_lost(Manager *m);
 
 /* manager-release.c */
 /* Release res from the books (the thread was put back, or is gone), give the donor its runtime,

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
 /* The procs room: the proc connector's forks (a child split from its donor, or given a copy, as its
- * group's policy says) and exits, the look in /proc for children nobody saw when events were lost or
- * edfd was down, and the resync that checks every reservation against the kernel and measures the
- * capacity again. */
+ * group's policy says), exits, and execs and exits for the start-up room's watches, the look in /proc
+ * for children nobody saw when events were lost or edfd was down, and the resync that checks every
+ * reservation against the kernel and measures the capacity again. */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -270,8 +270,11 @@ static int on_procmon(sd_event_source *s, int fd, uint32_t revents, void *userda
                         m->procs.events_seen++;
                         if (ev[i].type == PROCMON_FORK)
                                 handle_fork(m, &ev[i]);
-                        else if (ev[i].type == PROCMON_EXIT)
+                        else if (ev[i].type == PROCMON_EXIT) {
                                 handle_exit(m, &ev[i]);
+                                startup_on_exit(m, ev[i].pid, ev[i].tgid);
+                        } else if (ev[i].type == PROCMON_EXEC)
+                                startup_on_exec(m, ev[i].pid, ev[i].tgid);
                 }
         }
         if (overflow) {
@@ -279,6 +282,7 @@ static int on_procmon(sd_event_source *s, int fd, uint32_t revents, void *userda
                 for (Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res))
                         capacity_recount_unsafe_for(m->capacity, res->params.period);
                 count_unseen_children(m, m->procs.last_look_ticks);
+                startup_events_lost(m);
                 manager_resync(m, "events lost");
         }
         return 0;

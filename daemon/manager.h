@@ -115,9 +115,9 @@ typedef struct ProcsRoom {
 
 /* manager-startup.c: admissions that wait for their program's start (AdmitAtStart). */
 typedef struct StartupRoom {
-        struct StartupWatch *watches;
-        size_t n;
-        sd_event_source *timer;    /* one for all: see manager-startup.c */
+        Hashmap watches;           /* pid -> struct StartupWatch, each with its own timer */
+        size_t n;                  /* watches */
+        size_t n_users;            /* ...of callers other than root */
 } StartupRoom;
 
 typedef struct Manager {
@@ -226,8 +226,9 @@ int manager_admit_check_args(const AdmitRequest *req, OpError *error);
 int manager_admit_decide(Manager *m, const AdmitRequest *req, OpError *error);
 /* Admit req's process (pid = tid, its main thread) when its program starts: after its next exec,
  * at its first sleep, or bound_ns after the exec (manager-startup.c). Decided now as
- * manager_admit_decide() decides (the room, the limits, the placement), and again at the start,
- * where a refusal is logged. Returns 0, or -1 with *error. */
+ * manager_admit_decide() decides (the room, the limits, the placement), with the caller's watches
+ * counted as its reservations, and again at the start, where a refusal is logged. A process that
+ * does not exec within the configuration's exec-timeout is dropped. Returns 0, or -1 with *error. */
 int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_ns, OpError *error);
 int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *p, OpError *error);
 /* reason is what the ReservationRemoved signal says. */

@@ -42,6 +42,7 @@ typedef struct ProcmonInput {
 } ProcmonInput;
 
 #define PROCMON_EVENT_FORK UINT32_C(0x00000001)
+#define PROCMON_EVENT_EXEC UINT32_C(0x00000002)
 #define PROCMON_EVENT_EXIT UINT32_C(0x80000000)
 
 /* The fixed part of struct proc_event: what, cpu, timestamp_ns. */
@@ -55,6 +56,7 @@ _Static_assert(sizeof(struct cn_msg) == 20, "struct cn_msg is 20 bytes in the ke
 _Static_assert(PROC_EVENT_HEADER_SIZE == 16, "proc_event header is what, cpu, timestamp_ns");
 _Static_assert(sizeof(((struct proc_event *) NULL)->event_data.fork) == 16, "fork event is 4 pids");
 _Static_assert(sizeof(((struct proc_event *) NULL)->event_data.exit) >= PROC_EXIT_MIN_SIZE, "exit event");
+_Static_assert(sizeof(((struct proc_event *) NULL)->event_data.exec) == 8, "exec event is 2 pids");
 
 /* What procmon_open() looks for in the kernel's answer to its LISTEN: cn_msg.ack == ack. */
 typedef struct AckMatch {
@@ -85,7 +87,7 @@ static void stats_add(uint64_t *counter) {
         } while (0)
 
 /* Decode the proc_event in data[0..len) (len is cn_msg.len, already checked against the message).
- * Returns 1 with *ret filled for FORK/EXIT, 0 for anything else (counted). */
+ * Returns 1 with *ret filled for FORK/EXEC/EXIT, 0 for anything else (counted). */
 static int decode_proc_event(const uint8_t *data, size_t len, uint32_t seq, uint32_t cn_ack,
                              ProcEvent *ret, ProcmonStats *stats, AckMatch *ack) {
         uint32_t what, cpu;
@@ -122,6 +124,27 @@ static int decode_proc_event(const uint8_t *data, size_t len, uint32_t seq, uint
                         .tgid = f.child_tgid,
                         .parent_pid = f.parent_pid,
                         .parent_tgid = f.parent_tgid,
+                };
+                return 1;
+        }
+
+        case PROC_EVENT_EXEC: {
+                struct exec_proc_event x;
+
+                if (len < sizeof(x)) {
+                        COUNT(stats, malformed);
+                        return 0;
+                }
+                memcpy(&x, data, sizeof(x));
+                /* Sent after the exec succeeded; an exec by another thread than the main one has
+                 * made that thread the main one (de_thread) by then, so pid == tgid. */
+                *ret = (ProcEvent) {
+                        .type = PROCMON_EXEC,
+                        .cpu = cpu,
+                        .seq = seq,
+                        .timestamp_ns = timestamp,
+                        .pid = x.process_pid,
+                        .tgid = x.process_tgid,
                 };
                 return 1;
         }
@@ -168,7 +191,7 @@ static int decode_proc_event(const uint8_t *data, size_t len, uint32_t seq, uint
         }
 
         default:
-                /* EXEC, UID, GID, SID, PTRACE, COMM, COREDUMP, and whatever comes next. */
+                /* UID, GID, SID, PTRACE, COMM, COREDUMP, and whatever comes next. */
                 COUNT(stats, ignored);
                 return 0;
         }
@@ -454,12 +477,12 @@ int procmon_open(int *ret_fd, size_t rcvbuf) {
         if (r < 0)
                 goto fail;
         if (r > 0 && kernel_err == 0) {
-                /* Understood: now narrow it to FORK and EXIT. The answer to this one is an event of
+                /* Understood: now narrow it to FORK, EXEC and EXIT. The answer to this one is an event of
                  * type NONE, which the new filter itself hides from us, so there is nothing to wait
                  * for; if it were lost we would merely receive (and skip) everything. */
                 ProcmonInput filtered = {
                         .mcast_op = PROC_CN_MCAST_LISTEN,
-                        .event_type = PROCMON_EVENT_FORK | PROCMON_EVENT_EXIT,
+                        .event_type = PROCMON_EVENT_FORK | PROCMON_EVENT_EXEC | PROCMON_EVENT_EXIT,
                 };
                 r = send_listen(fd, &filtered, sizeof(filtered), ack_counter++);
                 if (r < 0)

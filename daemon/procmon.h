@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* procmon: the kernel's proc connector (NETLINK_CONNECTOR, CN_IDX_PROC), which reports every fork
- * and exit on the machine.
+/* procmon: the kernel's proc connector (NETLINK_CONNECTOR, CN_IDX_PROC), which reports every fork,
+ * exec and exit on the machine.
  *
  * The idea: the socket code (procmon_open, procmon_receive) is a thin shell around a pure decoder
  * (procmon_decode) that looks only at (buf, len, sender) and can therefore be unit-tested and fuzzed
@@ -43,6 +43,7 @@
 typedef enum ProcmonEventType {
         PROCMON_FORK = 1,
         PROCMON_EXIT = 2,
+        PROCMON_EXEC = 3,      /* the process's executable was replaced (after the exec succeeded) */
 } ProcmonEventType;
 
 typedef struct ProcEvent {
@@ -50,9 +51,11 @@ typedef struct ProcEvent {
         uint32_t cpu;          /* the CPU that sent the event */
         uint32_t seq;          /* cn_msg.seq: a per-CPU counter, see the note above */
         uint64_t timestamp_ns; /* CLOCK_MONOTONIC (the kernel's ktime_get_ns()) */
-        pid_t pid;             /* FORK: the new thread (child_pid); EXIT: the exiting thread */
+        pid_t pid;             /* FORK: the new thread (child_pid); EXIT: the exiting thread; EXEC: the
+                                * thread that exec'd, which is the main thread by then (the kernel
+                                * gives it the process's pid before it reports the exec) */
         pid_t tgid;            /* its process (child_tgid / process_tgid); pid != tgid for a thread */
-        pid_t parent_pid;      /* FORK: see the note above; EXIT: may be 0 */
+        pid_t parent_pid;      /* FORK: see the note above; EXIT: may be 0; EXEC: 0 */
         pid_t parent_tgid;
         uint32_t exit_code;    /* EXIT only: the wait status the kernel keeps (task->exit_code) */
         uint32_t exit_signal;  /* EXIT only: the signal sent to the parent (SIGCHLD, or -1 for threads) */
@@ -61,8 +64,8 @@ typedef struct ProcEvent {
 /* Counters the decoder adds to; the caller owns the struct and zeroes it when it likes. */
 typedef struct ProcmonStats {
         uint64_t datagrams; /* datagrams handed to the decoder */
-        uint64_t events;    /* FORK and EXIT events delivered (in datagrams that decoded) */
-        uint64_t ignored;   /* proc events of other types (EXEC, UID, COMM, ...) */
+        uint64_t events;    /* FORK, EXEC and EXIT events delivered (in datagrams that decoded) */
+        uint64_t ignored;   /* proc events of other types (UID, GID, SID, COMM, ...) */
         uint64_t acks;      /* PROC_EVENT_NONE: the kernel's answers to LISTEN requests */
         uint64_t malformed; /* well-framed messages with contents that do not fit, skipped */
         uint64_t foreign;   /* datagrams not from the kernel's proc group, messages of other connectors */
@@ -74,8 +77,8 @@ typedef struct ProcmonStats {
 /* Open a proc connector listener: a NETLINK_CONNECTOR socket (SOCK_DGRAM | SOCK_CLOEXEC |
  * SOCK_NONBLOCK) bound to the CN_IDX_PROC group, with a receive buffer of rcvbuf bytes (0 means
  * PROCMON_RCVBUF_DEFAULT; SO_RCVBUFFORCE, SO_RCVBUF capped by net.core.rmem_max without
- * CAP_NET_ADMIN) and PROC_CN_MCAST_LISTEN sent. On kernels with the event filter (6.6+) only FORK and
- * EXIT events are requested; older kernels get the plain LISTEN and the decoder skips the rest.
+ * CAP_NET_ADMIN) and PROC_CN_MCAST_LISTEN sent. On kernels with the event filter (6.6+) only FORK,
+ * EXEC and EXIT events are requested; older kernels get the plain LISTEN and the decoder skips the rest.
  * Events that happen before this returns may or may not be seen: open first, then scan /proc.
  * Returns 0 and the fd in *ret_fd (the caller owns it), -EINVAL for a rcvbuf above INT_MAX / 2,
  * -EOPNOTSUPP if the kernel never acknowledged the LISTEN (not in the initial pid and user
@@ -85,7 +88,7 @@ int procmon_open(int *ret_fd, size_t rcvbuf);
 
 /* Decode one datagram: a PURE function of its arguments (no syscalls, no globals). sender is where
  * the datagram came from; only the kernel (nl_pid 0) on the CN_IDX_PROC group is believed, anything
- * else is counted in stats->foreign and yields no events. Writes the FORK and EXIT events, in order,
+ * else is counted in stats->foreign and yields no events. Writes the FORK, EXEC and EXIT events, in order,
  * to events[0..*ret_n). stats may be NULL.
  *
  * Returns 0 on success (possibly with *ret_n = 0: acks, other event types, skipped messages),

@@ -4,7 +4,8 @@
  * The first input byte picks the sender (mostly the kernel's proc group, so that the decoder gets
  * past its first check) and the size of the events array; the rest is the datagram, copied into a
  * heap block of exactly its size so that ASan catches any read past the end. Checked besides the
- * sanitizers: ret_n is written only on success, never exceeds max, and every event is FORK or EXIT. */
+ * sanitizers: ret_n is written only on success, never exceeds max, every event is FORK, EXEC or EXIT,
+ * and an EXEC carries no parent. */
 
 #include <errno.h>
 #include <stdint.h>
@@ -40,9 +41,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (r == 0) {
                 if (n > max)
                         abort();
-                for (size_t i = 0; i < n; i++)
-                        if (events[i].type != PROCMON_FORK && events[i].type != PROCMON_EXIT)
+                for (size_t i = 0; i < n; i++) {
+                        if (events[i].type != PROCMON_FORK && events[i].type != PROCMON_EXIT &&
+                            events[i].type != PROCMON_EXEC)
                                 abort();
+                        if (events[i].type == PROCMON_EXEC &&
+                            (events[i].parent_pid | events[i].parent_tgid | (pid_t) events[i].exit_code) != 0)
+                                abort();
+                }
                 if (stats.events != n)
                         abort();
         } else {

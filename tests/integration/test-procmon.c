@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* procmon against the real proc connector: the FORK and EXIT of a child we fork, the FORK of a
+/* procmon against the real proc connector: the FORK, EXEC and EXIT of a child we fork, the FORK of a
  * thread, the kernel's event filter, and an overflow episode reported as -ENOBUFS. Needs root in
  * the initial pid namespace; skips otherwise. */
 
@@ -106,8 +106,8 @@ Test(procmon, bad_rcvbuf) {
 
 typedef struct ChildEvents {
         pid_t child;
-        unsigned forks, exits;
-        ProcEvent fork, exit;
+        unsigned forks, execs, exits;
+        ProcEvent fork, exec, exit;
 } ChildEvents;
 
 static bool on_child_event(const ProcEvent *ev, void *userdata) {
@@ -118,11 +118,14 @@ static bool on_child_event(const ProcEvent *ev, void *userdata) {
         if (ev->type == PROCMON_FORK) {
                 c->forks++;
                 c->fork = *ev;
+        } else if (ev->type == PROCMON_EXEC) {
+                c->execs++;
+                c->exec = *ev;
         } else if (ev->type == PROCMON_EXIT) {
                 c->exits++;
                 c->exit = *ev;
         }
-        return c->exits > 0; /* the exit comes after the fork */
+        return c->exits > 0; /* the exit comes after the fork and the exec */
 }
 
 Test(procmon, fork_and_exit_of_one_child) {
@@ -227,6 +230,41 @@ static bool kernel_at_least(unsigned major, unsigned minor) {
         return a > major || (a == major && b >= minor);
 }
 
+static void *exec_from_thread(void *arg) {
+        (void) arg;
+        execl("/bin/true", "true", (char *) NULL);
+        _exit(127);
+}
+
+/* An exec by another thread than the main one: the kernel makes the exec'ing thread the main one
+ * first, so the EXEC event names the process's pid as both pid and tgid (what the start-up watches
+ * match on). Before it, the old main thread's EXIT event carries the same pid and tgid. */
+Test(procmon, exec_from_a_thread_names_the_process) {
+        int fd = open_or_skip(0), status;
+        ChildEvents c = {};
+
+        c.child = fork();
+        cr_assert_geq(c.child, 0, "fork: %m");
+        if (c.child == 0) {
+                pthread_t t;
+
+                if (pthread_create(&t, NULL, exec_from_thread, NULL) != 0)
+                        _exit(126);
+                for (;;)
+                        pause();
+        }
+        cr_assert_eq(waitpid(c.child, &status, 0), c.child);
+        cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "/bin/true did not run from a thread: %#x",
+                  status);
+        cr_assert(read_until(fd, on_child_event, &c, NULL), "no EXIT event for child %d", c.child);
+        drain(fd, on_child_event, &c);
+        cr_expect_eq(c.execs, 1, "%u EXEC events with pid %d", c.execs, c.child);
+        cr_expect_eq(c.exec.tgid, c.child, "the EXEC event's tgid %d", c.exec.tgid);
+        cr_expect_geq(c.exits, 2, "%u EXIT events with pid %d: the old main thread's and the program's", c.exits,
+                      c.child);
+        close(fd);
+}
+
 Test(procmon, kernel_filter_hides_other_events) {
         ProcmonStats st = {};
         ChildEvents c = {};
@@ -236,7 +274,7 @@ Test(procmon, kernel_filter_hides_other_events) {
                 cr_skip_test("the proc connector's event filter needs Linux 6.6");
         fd = open_or_skip(0);
 
-        /* exec makes an EXEC event (and, by the program's own doing, maybe COMM): hidden from us. */
+        /* exec makes an EXEC event, which we asked for, and a COMM event, which we did not. */
         c.child = fork();
         cr_assert_geq(c.child, 0, "fork: %m");
         if (c.child == 0) {
@@ -247,9 +285,15 @@ Test(procmon, kernel_filter_hides_other_events) {
         cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "/bin/true did not run");
 
         cr_assert(read_until(fd, on_child_event, &c, &st), "no EXIT event for child %d", c.child);
-        cr_expect_geq(st.events, 2);
-        /* With the filter in place nothing but FORK and EXIT reaches the socket, from anyone on the
-         * machine, not even the acknowledgements of other listeners' requests. */
+        cr_expect_geq(st.events, 3);
+        /* The exec, by the child's only thread: pid and tgid are the child's, between fork and exit. */
+        cr_expect_eq(c.execs, 1, "%u EXEC events for child %d", c.execs, c.child);
+        cr_expect_eq(c.exec.pid, c.child);
+        cr_expect_eq(c.exec.tgid, c.child);
+        cr_expect(c.exec.timestamp_ns >= c.fork.timestamp_ns && c.exec.timestamp_ns <= c.exit.timestamp_ns,
+                  "the exec is reported between the fork and the exit");
+        /* With the filter in place nothing but FORK, EXEC and EXIT reaches the socket, from anyone
+         * on the machine, not even the acknowledgements of other listeners' requests. */
         cr_expect_eq(st.ignored, 0, "%lu events of other types arrived", (unsigned long) st.ignored);
         cr_expect_eq(st.acks, 0, "%lu acks arrived", (unsigned long) st.acks);
         cr_expect_eq(st.foreign + st.malformed, 0);

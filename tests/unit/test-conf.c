@@ -393,6 +393,24 @@ Test(conf, durations_and_numbers) {
         }
 }
 
+/* exec-timeout: its default, and the range's ends taken. */
+Test(conf, exec_timeout) {
+        Config *c = parse_ok("");
+
+        cr_expect_eq(c->exec_timeout, CONF_EXEC_TIMEOUT_DEFAULT);
+        cr_expect_eq(c->exec_timeout, 60 * NSEC_PER_SEC);
+        conf_free(c);
+        c = parse_ok("exec-timeout: 1ms\n");
+        cr_expect_eq(c->exec_timeout, NSEC_PER_MSEC);
+        conf_free(c);
+        c = parse_ok("exec-timeout: 3600s\n");
+        cr_expect_eq(c->exec_timeout, 3600 * NSEC_PER_SEC);
+        conf_free(c);
+        c = parse_ok("exec-timeout: 250ms\n");
+        cr_expect_eq(c->exec_timeout, 250 * NSEC_PER_MSEC);
+        conf_free(c);
+}
+
 Test(conf, limits_without_default_are_unlimited) {
         Config *c = parse_ok("limits:\n  alice:\n    rate: 1/1ns\n");
 
@@ -530,6 +548,10 @@ Test(conf, value_errors) {
                 { "cgroup-root: /a/\n", 1, "t.yaml:1:14: cgroup-root: \"/a/\" must not end with /" },
                 { "min-split-runtime: 0ns\n", 1,
                   "t.yaml:1:20: min-split-runtime: must be at least 1.024us (the kernel's smallest runtime)" },
+                { "exec-timeout: 999us\n", 1, "t.yaml:1:15: exec-timeout: must be from 1ms to 3600s" },
+                { "exec-timeout: 3601s\n", 1, "t.yaml:1:15: exec-timeout: must be from 1ms to 3600s" },
+                { "exec-timeout: soon\n", 1,
+                  "t.yaml:1:15: exec-timeout: \"soon\" is not a duration (write it as 10ms, 250us, 1.5s)" },
                 { "default-group: a//b\n", 1, "t.yaml:1:16: default-group: \"a//b\" is not a valid group path" },
                 { "default-group: nope\ngroups:\n  a: {bandwidth: 1%}\n", 1,
                   "t.yaml:1:16: default-group: no group \"nope\" under groups:" },
@@ -565,10 +587,10 @@ Test(conf, value_errors) {
                   "t.yaml:2:3: limits.a b: \"a b\" is not a user name (letters, digits, _ . - only)" },
                 { "- a\n- b\n", 1,
                   "t.yaml:1:1: the configuration must be a mapping of keys (capacity, fork, threads, "
-                  "min-split-runtime, reclaim, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups), not a sequence" },
+                  "min-split-runtime, reclaim, exec-timeout, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups), not a sequence" },
                 { "just a string\n", 1,
                   "t.yaml:1:1: the configuration must be a mapping of keys (capacity, fork, threads, "
-                  "min-split-runtime, reclaim, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups), not a single value" },
+                  "min-split-runtime, reclaim, exec-timeout, default-group, cgroup-root, polkit, limits, placement, partitions, partition-shared-cpus, groups), not a single value" },
                 { "fork: \"sp\\0lit\"\n", 1, "t.yaml:1:7: fork: contains a NUL character" },
         };
 
@@ -580,7 +602,7 @@ Test(conf, structure_errors) {
                 /* unknown keys, at every level */
                 { "capasity: auto\n", 1,
                   "t.yaml:1:1: capasity: unknown key (expected one of: capacity, fork, threads, min-split-runtime, "
-                  "reclaim, default-group, cgroup-root, polkit, limits, placement, partitions, "
+                  "reclaim, exec-timeout, default-group, cgroup-root, polkit, limits, placement, partitions, "
                   "partition-shared-cpus, groups)" },
                 { "groups:\n  a:\n    bandwidth: 1%\n    perod: 1ms\n", 1,
                   "t.yaml:4:5: groups.a.perod: unknown key (expected one of: runtime, period, bandwidth, fork, "

@@ -22,7 +22,7 @@
 #define EV_WHAT   36 /* u32 */
 #define EV_CPU    40 /* u32 */
 #define EV_TIME   44 /* u64 */
-#define EV_DATA   52 /* fork: 4 x u32; exit: 6 x u32; ack: err u32 */
+#define EV_DATA   52 /* fork: 4 x u32; exec: 2 x u32; exit: 6 x u32; ack: err u32 */
 #define PROC_EVENT_LEN 40
 #define MSG_LEN   (36 + PROC_EVENT_LEN) /* 76: what the kernel sends */
 
@@ -34,6 +34,7 @@
 #define W_NONE 0x00000000u
 #define W_FORK 0x00000001u
 #define W_EXEC 0x00000002u
+#define W_UID  0x00000004u
 #define W_COMM 0x00000200u
 #define W_EXIT 0x80000000u
 
@@ -138,11 +139,38 @@ static const Case cases[] = {
           .n = 2, .ev = { { PROCMON_FORK, 11, 11, 10, 10 }, { PROCMON_EXIT, 11, 11, 10, 10, 0, 17 } },
           .stats = { .events = 2 } },
         { .name = "three messages, the middle one skipped",
-          .msgs = { FORK_MSG(10, 10, 11, 11), { .what = W_EXEC, .d = { 11, 11 } },
+          .msgs = { FORK_MSG(10, 10, 11, 11), { .what = W_COMM, .d = { 11, 11 } },
                     EXIT_MSG(11, 11, 9, 17, 10, 10) },
           .n_msgs = 3, .n = 2,
           .ev = { { PROCMON_FORK, 11, 11, 10, 10 }, { PROCMON_EXIT, 11, 11, 10, 10, 9, 17 } },
           .stats = { .events = 2, .ignored = 1 } },
+        { .name = "fork, exec, exit of one child, in order",
+          .msgs = { FORK_MSG(10, 10, 11, 11), { .what = W_EXEC, .d = { 11, 11 } },
+                    EXIT_MSG(11, 11, 0, 17, 10, 10) },
+          .n_msgs = 3, .n = 3,
+          .ev = { { PROCMON_FORK, 11, 11, 10, 10 }, { PROCMON_EXEC, 11, 11 },
+                  { PROCMON_EXIT, 11, 11, 10, 10, 0, 17 } },
+          .stats = { .events = 3 } },
+        { .name = "good exec", .msgs = { { .what = W_EXEC, .cpu = 1, .d = { 4242, 4242 } } }, .n_msgs = 1,
+          .n = 1, .ev = { { PROCMON_EXEC, 4242, 4242 } }, .stats = { .events = 1 } },
+        { .name = "exec with pid != tgid passes through bit-exact (the decoder does not judge)",
+          .msgs = { { .what = W_EXEC, .d = { 0x7fffffff, 0xffffffff } } }, .n_msgs = 1,
+          .n = 1, .ev = { { PROCMON_EXEC, 0x7fffffff, -1 } }, .stats = { .events = 1 } },
+        { .name = "exec data words after the two pids are not read",
+          .msgs = { { .what = W_EXEC, .d = { 5, 5, 99, 98, 97, 96 } } }, .n_msgs = 1,
+          .n = 1, .ev = { { PROCMON_EXEC, 5, 5 } }, .stats = { .events = 1 } },
+        { .name = "exec one byte short", .msgs = { { .cn_len = 23, .what = W_EXEC, .d = { 1, 1 } } },
+          .n_msgs = 1, .stats = { .malformed = 1 } },
+        { .name = "exec exactly long enough", .msgs = { { .cn_len = 24, .what = W_EXEC, .d = { 8, 8 } } },
+          .n_msgs = 1, .n = 1, .ev = { { PROCMON_EXEC, 8, 8 } }, .stats = { .events = 1 } },
+        { .name = "exec with only the header", .msgs = { { .cn_len = 16, .what = W_EXEC } },
+          .n_msgs = 1, .stats = { .malformed = 1 } },
+        { .name = "exec then a fork after a bad exec", .msgs = { { .cn_len = 20, .what = W_EXEC, .d = { 1 } },
+          { .what = W_EXEC, .d = { 3, 3 } }, FORK_MSG(3, 3, 4, 4) }, .n_msgs = 3,
+          .n = 2, .ev = { { PROCMON_EXEC, 3, 3 }, { PROCMON_FORK, 4, 4, 3, 3 } },
+          .stats = { .malformed = 1, .events = 2 } },
+        { .name = "more exec events than max", .msgs = { { .what = W_EXEC, .d = { 1, 1 } },
+          { .what = W_EXEC, .d = { 2, 2 } } }, .n_msgs = 2, .max = 1, .ret = -ENOSPC },
         { .name = "foreign sender (nl_pid != 0)", .msgs = { FORK_MSG(1, 1, 2, 2) }, .n_msgs = 1,
           .custom_sender = true, .sender = { .nl_family = AF_NETLINK, .nl_pid = 1234, .nl_groups = 1 },
           .stats = { .foreign = 1 } },
@@ -161,8 +189,8 @@ static const Case cases[] = {
           .stats = { .foreign = 1 } },
         { .name = "unknown event type", .msgs = { { .what = 0x00012345, .d = { 1, 1 } } }, .n_msgs = 1,
           .stats = { .ignored = 1 } },
-        { .name = "exec and comm are ignored",
-          .msgs = { { .what = W_EXEC, .d = { 1, 1 } }, { .what = W_COMM, .d = { 1, 1 } } }, .n_msgs = 2,
+        { .name = "uid and comm are ignored",
+          .msgs = { { .what = W_UID, .d = { 1, 1 } }, { .what = W_COMM, .d = { 1, 1 } } }, .n_msgs = 2,
           .stats = { .ignored = 2 } },
         { .name = "ack (PROC_EVENT_NONE)", .msgs = { { .what = W_NONE, .ack = 43 } }, .n_msgs = 1,
           .stats = { .acks = 1 } },
@@ -189,10 +217,10 @@ static const Case cases[] = {
         { .name = "exit with half a parent field takes none",
           .msgs = { { .cn_len = 38, .what = W_EXIT, .d = { 7, 6, 1, 17, 99, 98 } } },
           .n_msgs = 1, .n = 1, .ev = { { PROCMON_EXIT, 7, 6, 0, 0, 1, 17 } }, .stats = { .events = 1 } },
-        { .name = "unpadded last message (odd length)", .msgs = { { .cn_len = 17, .what = W_EXEC } }, .n_msgs = 1,
+        { .name = "unpadded last message (odd length)", .msgs = { { .cn_len = 17, .what = W_COMM } }, .n_msgs = 1,
           .stats = { .ignored = 1 } },
         { .name = "odd-length message followed by another",
-          .msgs = { { .cn_len = 17, .what = W_EXEC }, FORK_MSG(3, 3, 4, 4) }, .n_msgs = 2,
+          .msgs = { { .cn_len = 17, .what = W_COMM }, FORK_MSG(3, 3, 4, 4) }, .n_msgs = 2,
           .n = 1, .ev = { { PROCMON_FORK, 4, 4, 3, 3 } }, .stats = { .ignored = 1, .events = 1 } },
         { .name = "payload too short for a cn_msg", .msgs = { { .nl_len = 16 + 19 } }, .n_msgs = 1,
           .raw_len = 16 + 19, .stats = { .malformed = 1 } },
@@ -218,7 +246,7 @@ static const Case cases[] = {
           .max = 1, .ret = -ENOSPC },
         { .name = "max 0 with an event", .msgs = { FORK_MSG(1, 1, 2, 2) }, .n_msgs = 1, .max_zero = true,
           .ret = -ENOSPC },
-        { .name = "max 0 without events is fine", .msgs = { { .what = W_EXEC } }, .n_msgs = 1, .max_zero = true,
+        { .name = "max 0 without events is fine", .msgs = { { .what = W_COMM } }, .n_msgs = 1, .max_zero = true,
           .stats = { .ignored = 1 } },
 };
 
@@ -301,25 +329,27 @@ Test(procmon_decode, header_fields) {
 /* A datagram cut at any byte is refused as a whole, never read beyond its end (ASan checks the
  * latter: each cut is copied into a heap block of exactly that size). */
 Test(procmon_decode, truncated_at_every_offset) {
-        static const Msg one[1] = { FORK_MSG(1, 1, 2, 2) };
+        static const Msg one[2][1] = { { FORK_MSG(1, 1, 2, 2) }, { { .what = W_EXEC, .d = { 2, 2 } } } };
         static const Msg two[2] = { FORK_MSG(1, 1, 2, 2), EXIT_MSG(2, 2, 0, 17, 1, 1) };
         _Alignas(8) uint8_t b[512];
         size_t len;
 
-        len = build(b, one, 1);
-        cr_assert_eq(len, MSG_LEN);
-        for (size_t k = 0; k < len; k++) {
-                uint8_t *cut = malloc(k ? k : 1);
-                ProcEvent ev[4];
-                size_t n = 99;
-                int r;
+        for (size_t which = 0; which < 2; which++) {
+                len = build(b, one[which], 1);
+                cr_assert_eq(len, MSG_LEN);
+                for (size_t k = 0; k < len; k++) {
+                        uint8_t *cut = malloc(k ? k : 1);
+                        ProcEvent ev[4];
+                        size_t n = 99;
+                        int r;
 
-                cr_assert_not_null(cut);
-                memcpy(cut, b, k);
-                r = procmon_decode(cut, k, &KERNEL, ev, 4, &n);
-                cr_expect_eq(r, -EBADMSG, "one message cut at %zu: %d", k, r);
-                cr_expect_eq(n, 99, "ret_n written at %zu", k);
-                free(cut);
+                        cr_assert_not_null(cut);
+                        memcpy(cut, b, k);
+                        r = procmon_decode(cut, k, &KERNEL, ev, 4, &n);
+                        cr_expect_eq(r, -EBADMSG, "one %s cut at %zu: %d", which ? "exec" : "fork", k, r);
+                        cr_expect_eq(n, 99, "ret_n written at %zu", k);
+                        free(cut);
+                }
         }
 
         len = build(b, two, 2);
@@ -385,7 +415,7 @@ Test(procmon_decode, bad_arguments) {
 
 /* Counters accumulate across calls and are optional. */
 Test(procmon_decode, stats_accumulate) {
-        static const Msg m[2] = { FORK_MSG(1, 1, 2, 2), { .what = W_EXEC } };
+        static const Msg m[2] = { FORK_MSG(1, 1, 2, 2), { .what = W_COMM } };
         _Alignas(8) uint8_t b[512];
         size_t len = build(b, m, 2), n;
         ProcmonStats st = {};
