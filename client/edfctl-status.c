@@ -419,10 +419,11 @@ static void promise_why(const Snapshot *s, Promise p, bool reclaim, char *buf, s
         }
 }
 
-/* One line per promise that holds somewhere: the groups under it and why. */
+/* One line per promise that holds somewhere: the groups under it and why (deadlines once for the
+ * groups that reclaim and once for those that do not: the reason differs). */
 static void promise_print(const Snapshot *s) {
         for (Promise p = PROMISE_DEADLINES; p < _PROMISE_MAX; p++)
-                for (int rec = 0; rec <= 1; rec++) {
+                for (int rec = 0; rec <= (p == PROMISE_DEADLINES); rec++) {
                         char line[2048], why[700];
                         size_t len;
                         bool any = false;
@@ -430,7 +431,7 @@ static void promise_print(const Snapshot *s) {
                         len = (size_t) snprintf(line, sizeof line, "%s for", promise_names[p]);
                         for (size_t i = 0; i < s->n_groups; i++) {
                                 const GroupRow *g = &s->groups[i];
-                                if (group_promise(s, g) != p || (g->reclaim > 0) != rec)
+                                if (group_promise(s, g) != p || (p == PROMISE_DEADLINES && (g->reclaim > 0) != rec))
                                         continue;
                                 if (len < sizeof line)
                                         len += (size_t) snprintf(line + len, sizeof line - len, "%s %s",
