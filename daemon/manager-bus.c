@@ -656,7 +656,8 @@ static int property_version(sd_bus *bus, const char *path, const char *interface
 
 /* The methods that change something run with their signals deferred until after the reply. */
 /* Plan: the dry run (manager-plan.c). Anyone may ask: it changes nothing and tells no more than
- * ListGroups and ListReservations do; the rate limit keeps one caller from keeping edfd busy. */
+ * ListGroups and ListReservations do; the rate limit and the work limits (manager-plan.h) keep one
+ * caller from keeping edfd busy. */
 static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ PlanTask *tasks = NULL;
@@ -704,9 +705,8 @@ static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *ret_er
         out = calloc(n ? n : 1, sizeof(*out));
         if (!out)
                 return -ENOMEM;
-        r = manager_plan(m, tasks, n, out);
-        if (r < 0)
-                return sd_bus_error_set_errnof(ret_error, -r, "cannot plan: %s", strerror(-r));
+        if (manager_plan(m, &c, tasks, n, out, NULL, &e) < 0)
+                return reply_error(ret_error, &e);
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)

@@ -553,8 +553,8 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
         return 0;
 }
 
-int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, PlanEntry *ret, bool *ret_partitioned,
-               OpError *e) {
+int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, EdfMeter *meter, PlanEntry *ret,
+               bool *ret_partitioned, OpError *e) {
         _cleanup_free_ EdfVerdict *verdicts = NULL;
         PlaceCpu *cpus = NULL;
         DlParams **sets = NULL;
@@ -582,9 +582,14 @@ int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, Pl
                 snprintf(ret->reason, sizeof ret->reason, "%s", why.message);
                 return 0;
         }
+        /* The walk over the books that builds the CPUs' task sets, then the tests on them. */
+        if (!edf_meter_charge(meter, m->tree->n_reservations + 1))
+                return op_errno(e, -EDQUOT, "placement");
         r = cpu_views(m, &cpus, &sets, &nv);
         if (r < 0)
                 return op_errno(e, r, "placement");
+        for (size_t i = 0; i < nv; i++)
+                cpus[i].meter = meter;
         verdicts = calloc(nv ? nv : 1, sizeof(*verdicts));
         r = !verdicts ? -ENOMEM : nv == 0 ? -ENOSPC : place_choose(cpus, nv, p, PLACE_FIT_BEST, &at, verdicts);
         if (r == 0) {
@@ -597,14 +602,17 @@ int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, Pl
                         snprintf(why, sizeof why, "every partition is invalid (%s)", place_note(m));
                 else
                         place_format_refusal(cpus, nv, p, verdicts, why, sizeof why);
-                if (may_split && nv >= 2 && place_split(cpus, nv, p, PLACE_FIT_BEST, g->min_split_runtime, &sp) == 0) {
+                r = may_split && nv >= 2 ? place_split(cpus, nv, p, PLACE_FIT_BEST, g->min_split_runtime, &sp)
+                                         : -ENOSPC;
+                if (r == 0) {
                         *ret = (PlanEntry) { .outcome = PLAN_SPLIT, .cpu = cpus[sp.index_a].id, .cpu_b = cpus[sp.index_b].id,
                                              .stage1 = sp.stage1, .stage2 = sp.stage2, .verdict = sp.verdict_b };
                         *ret_partitioned = true;
-                } else
+                } else if (r != -EDQUOT && r != -ENOMEM) { /* the split's other failures are its refusal */
                         snprintf(ret->reason, sizeof ret->reason, "%s: %s%s", g->path, why,
                                  may_split ? "; nor do two CPUs take it split in two stages" : "");
-                r = 0;
+                        r = 0;
+                }
         }
         views_free(m, cpus, sets);
         return r < 0 ? op_errno(e, r, "placement") : 0;

@@ -120,6 +120,11 @@ typedef struct StartupRoom {
         sd_event_source *timer;    /* one for all: see manager-startup.c */
 } StartupRoom;
 
+/* manager-plan.c: what each user's Plan calls used of their work budget (manager-plan.h). */
+typedef struct PlanRoom {
+        Hashmap budgets;           /* caller uid + 1 -> PlanBudgetWindow * */
+} PlanRoom;
+
 typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
@@ -147,6 +152,7 @@ typedef struct Manager {
         GroupsRoom groups;
         ProcsRoom procs;
         PlaceRoom place;
+        PlanRoom plan;
         StartupRoom startup;
         ManagerBus *bus_half;      /* owned; only manager-bus.c looks inside */
 } Manager;
