@@ -223,6 +223,15 @@ bool place_partitioned(const Manager *m, const Group *g) {
         return m->config && conf_placement_of(m->config, g->path) == CONF_PLACEMENT_PARTITIONED;
 }
 
+bool manager_admission_moves_process(Manager *m, const char *group) {
+        const char *path = group && *group ? group : m->config && m->config->default_group ? m->config->default_group : "/";
+        const Group *g = tree_find_group(m->tree, path);
+
+        /* Where no partition is made the admission is refused, and moves nothing. */
+        return g && place_partitioned(m, g) && m->place.active && m->place.cpusets &&
+               cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V2;
+}
+
 const char *place_cpu_name(const Manager *m, uint32_t cpu) {
         for (size_t i = 0; i < m->place.n_cpus; i++)
                 if (m->place.cpus[i].cpu == cpu)

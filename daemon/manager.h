@@ -250,5 +250,10 @@ int manager_reload(Manager *m, OpError *error);
 /* Check every reservation against the kernel and re-measure capacity. */
 int manager_resync(Manager *m, const char *why);
 
+/* Whether an admission into group (NULL or "": the default group) moves the whole process into
+ * edfd's cgroups: partitioned placement on cgroup v2 (v1 moves the thread alone, in the cpuset
+ * hierarchy only). Such an admission needs what the move flag needs (manager-place.c). */
+bool manager_admission_moves_process(Manager *m, const char *group);
+
 /* Count a request of a non-root caller against its rate limit: 0, or -1 with *error filled. */
 int manager_rate_check(Manager *m, const Caller *c, OpError *error);
