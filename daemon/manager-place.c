@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -481,9 +482,28 @@ void place_move_out(Manager *m, uint32_t pid, uint32_t tid) {
                                           " of its process holds reservation %" PRIu64 " there", tid, o->tid, o->id);
                                 return;
                         }
-        r = cpusets_move_out(m->place.cpusets, cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V2 ? (pid_t) pid : (pid_t) tid);
-        if (r < 0 && r != -ESRCH)
-                log_warning("Cannot move thread %" PRIu32 " out of its partition: %s", tid, strerror(-r));
+        if (cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V1) {
+                r = cpusets_move_out(m->place.cpusets, (pid_t) tid);
+                if (r < 0 && r != -ESRCH)
+                        log_warning("Cannot move thread %" PRIu32 " out of its partition: %s", tid, strerror(-r));
+                return;
+        }
+        /* v2: back to its cgroup, or the nearest ancestor that takes it, never the root cgroup. */
+        const char *o = cpusets_origin_of(m->place.cpusets, (pid_t) pid);
+        _cleanup_free_ char *origin = o ? strdup(o) : NULL;
+        char where[PATH_MAX];
+
+        r = cpusets_move_out_to(m->place.cpusets, (pid_t) pid, where, sizeof where);
+        if (r == 0 && origin && strcmp(where, origin) != 0)
+                log_warning("Process %" PRIu32 " could not go back to its cgroup %s: moved to %s, the nearest ancestor "
+                            "that takes it", pid, origin, where);
+        else if (r == -ENOENT)
+                log_warning("Process %" PRIu32 " stays in %s: edfd does not know which cgroup it came from, and never "
+                            "moves a process into the root cgroup", pid, CPUSET_DIR);
+        else if (r < 0 && r != -ESRCH)
+                log_warning("Process %" PRIu32 " stays in %s: neither its cgroup %s nor an ancestor of it below the root "
+                            "takes it (%s); edfd never moves a process into the root cgroup (where it came from is "
+                            "kept for a later release)", pid, CPUSET_DIR, origin ?: where, strerror(-r));
 }
 
 int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, OpError *e) {
