@@ -1008,10 +1008,10 @@ else
         # --- partitioned placement moves the whole process: the move flag's authorization (issue 41) ---
         # edfdtest may admit (its polkit rule), not manage: on cgroup v2 an admission into rt would
         # take its process out of its slice's limits, so it is refused, and nothing moves.
-        as_user_exec edfdtest sleep 605 &
+        as_user_exec edfdtest $periodic --work 200us --period 10ms --duration 900s --quiet &
         pu=$!
         bg+=($pu)
-        wait_until 50 comm_is $pu sleep
+        wait_until 50 comm_is $pu periodic
         cg_before=$(cgroup_of $pu)
         out=$(as_user edfdtest edfctl admit -g rt -T 1ms -P 100ms -p $pu 2>&1)
         rc=$?
@@ -1027,15 +1027,18 @@ else
         kill $pu 2>/dev/null
 
         # --- a failed move back never leaves a process in the root cgroup (issue 41) ---
-        # mb_spawn DIR: a sleeping process in cgroup DIR (made here), its pid in $mbp.
+        # mb_spawn DIR: a periodic process (it must wake to be admitted on its new CPU) in cgroup DIR
+        # (made here), its pid in $mbp.
         mbroot=/sys/fs/cgroup
         mb_spawn() {
                 mkdir -p "$mbroot$1"
-                sh -c 'echo $$ >'"$mbroot$1"'/cgroup.procs && exec sleep 606' &
+                sh -c 'echo $$ >'"$mbroot$1"'/cgroup.procs && exec "$0" --work 200us --period 10ms --duration 900s --quiet' \
+                        $periodic &
                 mbp=$!
                 bg+=($mbp)
-                wait_until 50 comm_is $mbp sleep
+                wait_until 50 comm_is $mbp periodic
         }
+        mb_dead() { gone $1 || [ "$(awk '{ print $3 }' /proc/$1/stat 2>/dev/null)" = Z ]; } # our child: a zombie until reaped
         # Its cgroup removed while it sat in a partition: back to the nearest ancestor. edfd's poll
         # ends a held process whose cgroup is gone (every 2 s): the release comes right after the
         # rmdir, and a try that lost that race is made again.
@@ -1046,7 +1049,8 @@ else
                 inside=$(cgroup_of $mbp)
                 rmdir $mbroot/edfd-vm-mb/a
                 outr=$(edfctl release -p $mbp 2>&1)
-                gone $mbp || break
+                mb_dead $mbp || break
+                rmdir $mbroot/edfd-vm-mb/a 2>/dev/null
         done
         if [[ $inside == /edfd-partitions* ]] && [ "$(cgroup_of $mbp)" = /edfd-vm-mb ] &&
            jsince | grep -q "Process $mbp could not go back to its cgroup /edfd-vm-mb/a: moved to /edfd-vm-mb, the nearest ancestor"; then
@@ -1056,6 +1060,7 @@ else
                         "admit: $outa" "in $inside, released: $outr" "now in $(cgroup_of $mbp 2>&1) (try $try)" "$(jsince | tail -4)"
         fi
         kill $mbp 2>/dev/null
+        wait_until 50 mb_dead $mbp
         # Its cgroup made to refuse it (a controller enabled in its subtree_control, as its user may
         # in a delegated cgroup), and so every ancestor below the root: it stays in edfd's cgroups.
         mb_spawn /edfd-vm-mb2/c
@@ -1074,7 +1079,7 @@ else
                         "admit: $outa" "in $inside; subtree_control: $sc; released: $outr" "now in $now" "$(jsince | tail -4)"
         fi
         kill $mbp 2>/dev/null
-        wait_until 50 gone $mbp
+        wait_until 50 mb_dead $mbp
         echo -pids >$mbroot/edfd-vm-mb2/c/cgroup.subtree_control 2>/dev/null
         rmdir $mbroot/edfd-vm-mb2/c $mbroot/edfd-vm-mb2 $mbroot/edfd-vm-mb 2>/dev/null
 
