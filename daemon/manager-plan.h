@@ -18,7 +18,7 @@
  * per reservation): the tests run on the event loop, so every other call waits meanwhile. A call
  * that reaches its limit is refused whole (LimitExceeded, "plan too costly", the limit named) and
  * changes nothing.
- * - per call: MANAGER_PLAN_UNITS_MAX for every caller but root (about 10 ms of this 2-CPU test
+ * - per call: MANAGER_PLAN_UNITS_MAX for every caller but root (about 7 ms of this 2-CPU test
  *   machine's time, docs/performance.md), MANAGER_PLAN_UNITS_ROOT_MAX for root;
  * - per user: MANAGER_PLAN_BUDGET units per MANAGER_PLAN_BUDGET_WINDOW_NS, charged with what each
  *   call used (a refused one too), counted as the request rate is (a window opens at the first
