@@ -1271,13 +1271,46 @@ int cpusets_orphans(Cpusets *c, CpusetOrphan **ret, size_t *ret_n) {
         return 0;
 }
 
-int cpusets_move_out(Cpusets *c, pid_t tid) {
-        char path[PATH_MAX], buf[32];
+bool cpusets_move_back_candidate(const char *origin, size_t i, char *buf, size_t size) {
+        size_t len, depth = 0;
+
+        if (!origin || origin[0] != '/' || !buf)
+                return false;
+        len = strlen(origin);
+        if (len == 1) { /* from the root: back to the root */
+                if (i > 0 || size < 2)
+                        return false;
+                memcpy(buf, "/", 2);
+                return true;
+        }
+        /* Every component a name: not empty (no "//", no trailing "/"), not "." or "..". */
+        for (const char *p = origin + 1;;) {
+                size_t n = strcspn(p, "/");
+
+                if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+                        return false;
+                depth++;
+                if (p[n] == '\0')
+                        break;
+                p += n + 1;
+        }
+        if (i >= depth || len >= size)
+                return false;
+        memcpy(buf, origin, len + 1);
+        for (size_t k = 0; k < i; k++) /* up one component per step: the root is never reached */
+                *strrchr(buf, '/') = '\0';
+        return true;
+}
+
+int cpusets_move_out_to(Cpusets *c, pid_t tid, char *where, size_t size) {
+        char path[PATH_MAX], buf[32], cand[PATH_MAX];
         CpusetOrigin *o;
-        int r;
+        int r = -ENOENT;
 
         if (tid <= 0)
                 return -EINVAL;
+        if (where && size > 0)
+                where[0] = '\0';
         switch (c->backend) {
         case CPUSET_BACKEND_V1:
                 snprintf(path, sizeof path, "%s/tasks", c->mount);
@@ -1285,19 +1318,33 @@ int cpusets_move_out(Cpusets *c, pid_t tid) {
         case CPUSET_BACKEND_V2:
                 snprintf(buf, sizeof buf, "%d", (int) tid);
                 o = origin_find(c, tid);
-                if (o && strcmp(o->path, "/") != 0) {
-                        /* Back where it came from; a cgroup that is gone (its service stopped) or
-                         * refuses it (it has children with controllers now) leaves the root. */
-                        snprintf(path, sizeof path, "%s%s/cgroup.procs", c->mount, o->path);
+                if (!o)
+                        return -ENOENT; /* stays: edfd does not know where it belongs */
+                for (size_t i = 0; cpusets_move_back_candidate(o->path, i, cand, sizeof cand); i++) {
+                        if (where && size > 0)
+                                snprintf(where, size, "%s", cand);
+                        /* A cgroup that is gone (its service stopped) or refuses it (a controller
+                         * enabled in its subtree_control: no process may sit in it then) is passed
+                         * for its parent. */
+                        if (snprintf(path, sizeof path, "%s%s/cgroup.procs", c->mount,
+                                     strcmp(cand, "/") == 0 ? "" : cand) >= (int) sizeof path) {
+                                r = -ENAMETOOLONG;
+                                continue;
+                        }
                         r = write_text(path, buf);
-                        origin_forget(c, tid);
-                        if (r == 0 || r == -ESRCH)
+                        if (r == 0 || r == -ESRCH) {
+                                origin_forget(c, tid);
                                 return r;
+                        }
                 }
-                origin_forget(c, tid);
-                snprintf(path, sizeof path, "%s/cgroup.procs", c->mount);
-                return write_id(c, path, tid);
+                if (where && size > 0)
+                        snprintf(where, size, "%s", o->path);
+                return r; /* stays, its origin kept for a later release */
         default:
                 return -EOPNOTSUPP;
         }
+}
+
+int cpusets_move_out(Cpusets *c, pid_t tid) {
+        return cpusets_move_out_to(c, tid, NULL, 0);
 }

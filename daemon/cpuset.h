@@ -160,7 +160,24 @@ const char *cpusets_origin_of(const Cpusets *c, pid_t pid);
 /* v2: remember again that process pid came from path (a cgroup path below the mount, from the
  * state journal after a restart), unless it is remembered already. Returns 0, -EINVAL, -ENOMEM. */
 int cpusets_origin_restore(Cpusets *c, pid_t pid, const char *path);
-/* Move thread tid (v1) or process tid (v2) out of the partitions: v1 to the root cpuset; v2 back to
- * the cgroup it came from (cpusets_move_in(), same edfd), else to the root cgroup. What a released
- * thread needs before the partition it was in can be removed. Returns 0 or -errno. */
+/* Move thread tid (v1) or process tid (v2) out of the partitions. v1: to the root cpuset (the v1
+ * cpuset hierarchy holds no other controller: the process's memory, pids and io limits stay as
+ * they are). v2: back to the cgroup it came from (cpusets_move_in(), or the state journal after a
+ * restart), else to the nearest ancestor of that cgroup that takes it, never to the root cgroup
+ * (unless it came from there): the root cgroup is under no limit at all, and a user can make its
+ * own cgroup refuse the process (a controller enabled in its cgroup.subtree_control, or the cgroup
+ * removed). When none takes it, or its origin is not known, it stays where it is, in edfd's
+ * cgroups, and its origin is kept for a later try. What a released thread needs before the
+ * partition it was in can be removed. Returns 0 with the cgroup it went to in where (may be NULL;
+ * size bytes; "" on v1), -ESRCH (gone), or, v2, where it stays: -ENOENT (origin unknown), or the
+ * last candidate's -errno. */
+int cpusets_move_out_to(Cpusets *c, pid_t tid, char *where, size_t size);
+/* cpusets_move_out_to() without the answer. */
 int cpusets_move_out(Cpusets *c, pid_t tid);
+/* The choice of cpusets_move_out_to() on v2, alone (pure, for the tests): the i-th cgroup to try
+ * for a process that came from origin (a path below the mount): 0 is origin itself, then each of
+ * its ancestors, nearest first, down to but not including the root cgroup "/"; "/" itself only for
+ * a process that came from "/". Writes it into buf (size bytes) and returns true, or returns false
+ * past the last, for an origin that is not an absolute cgroup path (an empty, "." or ".."
+ * component), or one that does not fit buf. */
+bool cpusets_move_back_candidate(const char *origin, size_t i, char *buf, size_t size);

@@ -315,8 +315,8 @@ static int decide(Manager *m, const AdmitRequest *req, AdmitProbe *probe, Admiss
                 .default_group = m->config ? m->config->default_group : NULL,
                 .params = req->params, .flags = req->flags,
                 .caller = manager_admission_caller(m, &req->caller),
-                .may_move = req->may_move, .cgroups_usable = m->groups.usable,
-                .probe = admit_probe, .probe_userdata = probe,
+                .may_move = req->may_move, .moves_process = manager_admission_moves_process(m, req->group),
+                .cgroups_usable = m->groups.usable, .probe = admit_probe, .probe_userdata = probe,
         };
         Refusal rf;
         int r;

@@ -170,9 +170,11 @@ static void admit_done(Manager *m, void *userdata, uint64_t id, const OpError *e
 
 /* Who asks for an admission, and may they: the caller, the rate limit (counted once, before polkit
  * is asked, so that a burst is cut short here), polkit's admit action, and its manage action for the
- * move flag. Returns 1 to go on (with *ret_caller and *ret_may_move), 0 when polkit's answer is
+ * move flag and for an admission into group that moves the whole process into edfd's cgroups
+ * (partitioned placement on cgroup v2: as the flag, it takes the process out of its user slice's
+ * limits). Returns 1 to go on (with *ret_caller and *ret_may_move), 0 when polkit's answer is
  * awaited (the call comes again through handler), or a negative errno / the error reply. */
-static int authorize_admission(Manager *m, sd_bus_message *msg, uint64_t flags, const char *what,
+static int authorize_admission(Manager *m, sd_bus_message *msg, uint64_t flags, const char *group, const char *what,
                                sd_bus_message_handler_t handler, Caller *ret_caller, bool *ret_may_move,
                                sd_bus_error *ret_error) {
         OpError e = {};
@@ -189,6 +191,14 @@ static int authorize_admission(Manager *m, sd_bus_message *msg, uint64_t flags, 
         *ret_may_move = false;
         if (flags & EDFD_ADMIT_MOVE) {
                 r = authorize(m, msg, ret_caller, ACTION_MANAGE, "moving a process into edfd's cgroups (flag 4)",
+                              handler, ret_error);
+                if (r <= 0)
+                        return r;
+                *ret_may_move = true;
+        } else if (manager_admission_moves_process(m, group)) {
+                r = authorize(m, msg, ret_caller, ACTION_MANAGE,
+                              "an admission into a partitioned group on cgroup v2 (it moves the whole process into "
+                              "edfd's cgroups, out of its user slice's limits)",
                               handler, ret_error);
                 if (r <= 0)
                         return r;
@@ -213,7 +223,8 @@ static int method_admit(sd_bus_message *msg, void *userdata, sd_bus_error *ret_e
                                .flags = flags };
         if (manager_admit_check_args(&req, &e) < 0)
                 return reply_error(ret_error, &e);
-        r = authorize_admission(m, msg, flags, "admission", method_admit, &req.caller, &req.may_move, ret_error);
+        r = authorize_admission(m, msg, flags, group, "admission", method_admit, &req.caller, &req.may_move,
+                                ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;
         req.done = admit_done;
@@ -245,7 +256,7 @@ static int method_admit_at_start(sd_bus_message *msg, void *userdata, sd_bus_err
                                .flags = flags };
         if (manager_admit_check_args(&req, &e) < 0)
                 return reply_error(ret_error, &e);
-        r = authorize_admission(m, msg, flags, "an admission at start", method_admit_at_start, &req.caller,
+        r = authorize_admission(m, msg, flags, group, "an admission at start", method_admit_at_start, &req.caller,
                                 &req.may_move, ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;
@@ -276,8 +287,8 @@ static int method_admit_split(sd_bus_message *msg, void *userdata, sd_bus_error 
                 return reply_error(ret_error, &e);
         req = (SplitRequest) { .pid = pid, .tid1 = tid1, .tid2 = tid2, .group = group,
                                .params = { runtime, deadline, period }, .flags = flags };
-        r = authorize_admission(m, msg, flags, "a split admission", method_admit_split, &req.caller, &req.may_move,
-                                ret_error);
+        r = authorize_admission(m, msg, flags, group, "a split admission", method_admit_split, &req.caller,
+                                &req.may_move, ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;
         if (manager_admit_split(m, &req, &res, &e) < 0)
@@ -659,7 +670,8 @@ static int property_version(sd_bus *bus, const char *path, const char *interface
 
 /* The methods that change something run with their signals deferred until after the reply. */
 /* Plan: the dry run (manager-plan.c). Anyone may ask: it changes nothing and tells no more than
- * ListGroups and ListReservations do; the rate limit keeps one caller from keeping edfd busy. */
+ * ListGroups and ListReservations do; the rate limit and the work limits (manager-plan.h) keep one
+ * caller from keeping edfd busy. */
 static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ PlanTask *tasks = NULL;
@@ -707,9 +719,8 @@ static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *ret_er
         out = calloc(n ? n : 1, sizeof(*out));
         if (!out)
                 return -ENOMEM;
-        r = manager_plan(m, tasks, n, out);
-        if (r < 0)
-                return sd_bus_error_set_errnof(ret_error, -r, "cannot plan: %s", strerror(-r));
+        if (manager_plan(m, &c, tasks, n, out, NULL, &e) < 0)
+                return reply_error(ret_error, &e);
 
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)

@@ -17,6 +17,7 @@
 #include <sched.h>
 #include <stdarg.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,15 @@ void place_free(Manager *m) {
 
 bool place_partitioned(const Manager *m, const Group *g) {
         return m->config && conf_placement_of(m->config, g->path) == CONF_PLACEMENT_PARTITIONED;
+}
+
+bool manager_admission_moves_process(Manager *m, const char *group) {
+        const char *path = group && *group ? group : m->config && m->config->default_group ? m->config->default_group : "/";
+        const Group *g = tree_find_group(m->tree, path);
+
+        /* Where no partition is made the admission is refused, and moves nothing. */
+        return g && place_partitioned(m, g) && m->place.active && m->place.cpusets &&
+               cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V2;
 }
 
 const char *place_cpu_name(const Manager *m, uint32_t cpu) {
@@ -472,9 +482,28 @@ void place_move_out(Manager *m, uint32_t pid, uint32_t tid) {
                                           " of its process holds reservation %" PRIu64 " there", tid, o->tid, o->id);
                                 return;
                         }
-        r = cpusets_move_out(m->place.cpusets, cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V2 ? (pid_t) pid : (pid_t) tid);
-        if (r < 0 && r != -ESRCH)
-                log_warning("Cannot move thread %" PRIu32 " out of its partition: %s", tid, strerror(-r));
+        if (cpusets_backend(m->place.cpusets) == CPUSET_BACKEND_V1) {
+                r = cpusets_move_out(m->place.cpusets, (pid_t) tid);
+                if (r < 0 && r != -ESRCH)
+                        log_warning("Cannot move thread %" PRIu32 " out of its partition: %s", tid, strerror(-r));
+                return;
+        }
+        /* v2: back to its cgroup, or the nearest ancestor that takes it, never the root cgroup. */
+        const char *o = cpusets_origin_of(m->place.cpusets, (pid_t) pid);
+        _cleanup_free_ char *origin = o ? strdup(o) : NULL;
+        char where[PATH_MAX];
+
+        r = cpusets_move_out_to(m->place.cpusets, (pid_t) pid, where, sizeof where);
+        if (r == 0 && origin && strcmp(where, origin) != 0)
+                log_warning("Process %" PRIu32 " could not go back to its cgroup %s: moved to %s, the nearest ancestor "
+                            "that takes it", pid, origin, where);
+        else if (r == -ENOENT)
+                log_warning("Process %" PRIu32 " stays in %s: edfd does not know which cgroup it came from, and never "
+                            "moves a process into the root cgroup", pid, CPUSET_DIR);
+        else if (r < 0 && r != -ESRCH)
+                log_warning("Process %" PRIu32 " stays in %s: neither its cgroup %s nor an ancestor of it below the root "
+                            "takes it (%s); edfd never moves a process into the root cgroup (where it came from is "
+                            "kept for a later release)", pid, CPUSET_DIR, origin ?: where, strerror(-r));
 }
 
 int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, OpError *e) {
@@ -553,8 +582,8 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
         return 0;
 }
 
-int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, PlanEntry *ret, bool *ret_partitioned,
-               OpError *e) {
+int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, EdfMeter *meter, PlanEntry *ret,
+               bool *ret_partitioned, OpError *e) {
         _cleanup_free_ EdfVerdict *verdicts = NULL;
         PlaceCpu *cpus = NULL;
         DlParams **sets = NULL;
@@ -582,9 +611,14 @@ int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, Pl
                 snprintf(ret->reason, sizeof ret->reason, "%s", why.message);
                 return 0;
         }
+        /* The walk over the books that builds the CPUs' task sets, then the tests on them. */
+        if (!edf_meter_charge(meter, m->tree->n_reservations + 1))
+                return op_errno(e, -EDQUOT, "placement");
         r = cpu_views(m, &cpus, &sets, &nv);
         if (r < 0)
                 return op_errno(e, r, "placement");
+        for (size_t i = 0; i < nv; i++)
+                cpus[i].meter = meter;
         verdicts = calloc(nv ? nv : 1, sizeof(*verdicts));
         r = !verdicts ? -ENOMEM : nv == 0 ? -ENOSPC : place_choose(cpus, nv, p, PLACE_FIT_BEST, &at, verdicts);
         if (r == 0) {
@@ -597,14 +631,17 @@ int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, Pl
                         snprintf(why, sizeof why, "every partition is invalid (%s)", place_note(m));
                 else
                         place_format_refusal(cpus, nv, p, verdicts, why, sizeof why);
-                if (may_split && nv >= 2 && place_split(cpus, nv, p, PLACE_FIT_BEST, g->min_split_runtime, &sp) == 0) {
+                r = may_split && nv >= 2 ? place_split(cpus, nv, p, PLACE_FIT_BEST, g->min_split_runtime, &sp)
+                                         : -ENOSPC;
+                if (r == 0) {
                         *ret = (PlanEntry) { .outcome = PLAN_SPLIT, .cpu = cpus[sp.index_a].id, .cpu_b = cpus[sp.index_b].id,
                                              .stage1 = sp.stage1, .stage2 = sp.stage2, .verdict = sp.verdict_b };
                         *ret_partitioned = true;
-                } else
+                } else if (r != -EDQUOT && r != -ENOMEM) { /* the split's other failures are its refusal */
                         snprintf(ret->reason, sizeof ret->reason, "%s: %s%s", g->path, why,
                                  may_split ? "; nor do two CPUs take it split in two stages" : "");
-                r = 0;
+                        r = 0;
+                }
         }
         views_free(m, cpus, sets);
         return r < 0 ? op_errno(e, r, "placement") : 0;

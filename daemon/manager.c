@@ -539,6 +539,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_unref(m->status_timer);
         procs_free(m);
         place_free(m);
+        hashmap_done_free(&m->plan.budgets, free);
         m->capacity = capacity_free(m->capacity);
         release_stop(m);
         startup_stop(m);

@@ -120,6 +120,11 @@ typedef struct StartupRoom {
         size_t n_users;            /* ...of callers other than root */
 } StartupRoom;
 
+/* manager-plan.c: what each user's Plan calls used of their work budget (manager-plan.h). */
+typedef struct PlanRoom {
+        Hashmap budgets;           /* caller uid + 1 -> PlanBudgetWindow * */
+} PlanRoom;
+
 typedef struct Manager {
         sd_event *event;
         sd_bus *bus;
@@ -147,6 +152,7 @@ typedef struct Manager {
         GroupsRoom groups;
         ProcsRoom procs;
         PlaceRoom place;
+        PlanRoom plan;
         StartupRoom startup;
         ManagerBus *bus_half;      /* owned; only manager-bus.c looks inside */
 } Manager;
@@ -246,6 +252,11 @@ int manager_group_remove(Manager *m, const char *path, OpError *error);
 int manager_reload(Manager *m, OpError *error);
 /* Check every reservation against the kernel and re-measure capacity. */
 int manager_resync(Manager *m, const char *why);
+
+/* Whether an admission into group (NULL or "": the default group) moves the whole process into
+ * edfd's cgroups: partitioned placement on cgroup v2 (v1 moves the thread alone, in the cpuset
+ * hierarchy only). Such an admission needs what the move flag needs (manager-place.c). */
+bool manager_admission_moves_process(Manager *m, const char *group);
 
 /* Count a request of a non-root caller against its rate limit: 0, or -1 with *error filled. */
 int manager_rate_check(Manager *m, const Caller *c, OpError *error);

@@ -21,7 +21,8 @@
  *   12. its owner could not be read                            ADMIT_PROCESS_GONE
  *   13. a caller other than root, and not the owner            ADMIT_NOT_OWNER
  *   14. the group's users: list leaves the caller out          ADMIT_NOT_ALLOWED
- *   15. flag move, a caller other than root, no polkit manage  ADMIT_MOVE_NOT_ALLOWED
+ *   15. flag move, or a placement that moves the whole process (moves_process), a caller other
+ *       than root, no polkit manage                           ADMIT_MOVE_NOT_ALLOWED
  *   16. flag move, and the group has no cgroup, or the cgroup root is unusable
  *                                                              ADMIT_NO_CGROUP
  *   17. the thread's policy could not be read                  ADMIT_THREAD_GONE
@@ -298,9 +299,13 @@ int admission_decide(const Tree *t, const AdmissionRequest *req, AdmissionDecisi
         /* 14 */
         if (!admission_group_allows(g, c->uid, c->user))
                 return refuse_group(ret_refusal, ADMIT_NOT_ALLOWED, g, c->uid);
-        /* 15: a move leaves the user slice's limits */
-        if (move && c->uid != 0 && !req->may_move)
-                return refuse_group(ret_refusal, ADMIT_MOVE_NOT_ALLOWED, g, c->uid);
+        /* 15: a move leaves the user slice's limits, whether asked for or the placement's */
+        if ((move || req->moves_process) && c->uid != 0 && !req->may_move) {
+                if (ret_refusal)
+                        *ret_refusal = (Refusal) { .outcome = ADMIT_MOVE_NOT_ALLOWED, .name = g->path, .uid = c->uid,
+                                                   .flags = move ? ADMISSION_FLAG_MOVE : 0 };
+                return ADMIT_MOVE_NOT_ALLOWED;
+        }
         /* 16 */
         if (move && (!g->cgroup || !req->cgroups_usable)) {
                 if (ret_refusal)

@@ -110,6 +110,9 @@ typedef struct AdmissionRequest {
         uint64_t flags;              /* ADMISSION_FLAG_* */
         AdmissionCaller caller;
         bool may_move;               /* polkit's manage action allowed a move (root always may) */
+        bool moves_process;          /* the group's placement moves the whole process into edfd's
+                                      * cgroups (partitioned placement on cgroup v2): as the move
+                                      * flag, it needs may_move */
         bool cgroups_usable;         /* the cgroup root can be written */
         AdmissionProbe probe;        /* required */
         void *probe_userdata;

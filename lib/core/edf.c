@@ -15,7 +15,24 @@ typedef unsigned __int128 u128;
 typedef struct Set {
         const DlParams *a, *b, *server;
         size_t na, nb, n;
+        EdfMeter *meter;  /* NULL: not counted */
 } Set;
+
+bool edf_meter_charge(EdfMeter *m, uint64_t units) {
+        bool ok;
+
+        if (!m)
+                return true;
+        ok = m->used <= m->limit && units <= m->limit - m->used;
+        m->used = units > UINT64_MAX - m->used ? UINT64_MAX : m->used + units;
+        return ok;
+}
+
+/* Count `passes` passes over the set; false when they take the meter above its limit: the caller
+ * stops with -EDQUOT. n <= 2 * EDF_TASKS_MAX + 1 and passes <= 2: units cannot overflow. */
+static bool charge(const Set *s, uint64_t passes) {
+        return edf_meter_charge(s->meter, (uint64_t) s->n * passes);
+}
 
 static const DlParams *set_get(const Set *s, size_t i) {
         if (i < s->na)
@@ -92,39 +109,46 @@ static bool deadline_after(const Set *s, uint64_t t, uint64_t *ret) {
  * so look for the earliest deadline whose demand exceeds it, for at most EDF_EARLIEST_STEPS
  * deadlines; *t and *h stay QPA's when the walk is longer. */
 #define EDF_EARLIEST_STEPS 10000
-static void earliest_violation(const Set *s, uint64_t d_min, uint64_t *t, u128 *h) {
+static int earliest_violation(const Set *s, uint64_t d_min, uint64_t *t, u128 *h) {
         uint64_t d = d_min;
 
         for (unsigned k = 0; k < EDF_EARLIEST_STEPS && d < *t; k++) {
+                if (!charge(s, 2))
+                        return -EDQUOT;
                 u128 hd = demand(s, d);
                 if (hd > d) {
                         *t = d, *h = hd;
-                        return;
+                        return 0;
                 }
                 if (!deadline_after(s, d, &d))
-                        return;
+                        return 0;
         }
+        return 0;
 }
 
-/* The synchronous busy period, if it ends at or before `limit`; false when it does not (or takes
- * more than the steps left). */
-static bool busy_period(const Set *s, uint64_t limit, uint64_t *steps, uint64_t *ret) {
+/* The synchronous busy period, if it ends at or before `limit`: 1; 0 when it does not (or takes more
+ * than the steps left); -EDQUOT when the meter ran out. */
+static int busy_period(const Set *s, uint64_t limit, uint64_t *steps, uint64_t *ret) {
         u128 w = 0;
 
+        if (!charge(s, 1))
+                return -EDQUOT;
         for (size_t i = 0; i < s->n; i++)
                 w += set_get(s, i)->runtime;
         for (;;) {
                 u128 next = 0;
 
                 if (w > limit || ++*steps > EDF_STEPS_MAX)
-                        return false;
+                        return 0;
+                if (!charge(s, 1))
+                        return -EDQUOT;
                 for (size_t i = 0; i < s->n; i++) {
                         const DlParams *p = set_get(s, i);
                         next += ((w + p->period - 1) / p->period) * p->runtime;
                 }
                 if (next == w) {
                         *ret = (uint64_t) w;
-                        return true;
+                        return 1;
                 }
                 w = next;
         }
@@ -132,15 +156,23 @@ static bool busy_period(const Set *s, uint64_t limit, uint64_t *steps, uint64_t 
 
 int edf_check(const DlParams *tasks, size_t n, const DlParams *extra, size_t n_extra, const EdfSupply *supply,
               EdfVerdict *ret) {
-        Set s = { .a = tasks, .na = n, .b = extra, .nb = n_extra, .server = &supply->server };
+        return edf_check_metered(tasks, n, extra, n_extra, supply, NULL, ret);
+}
+
+int edf_check_metered(const DlParams *tasks, size_t n, const DlParams *extra, size_t n_extra,
+                      const EdfSupply *supply, EdfMeter *meter, EdfVerdict *ret) {
+        Set s = { .a = tasks, .na = n, .b = extra, .nb = n_extra, .server = &supply->server, .meter = meter };
         EdfVerdict v = { .schedulable = false };
         u128 u_fix = 0, la_num = 0;
         uint64_t d_min = UINT64_MAX, d_max = 0, la = 0, lb = 0, limit, t;
         bool implicit = true, have_la = false, have_lb;
+        int k;
 
         if (n > EDF_TASKS_MAX || n_extra > EDF_TASKS_MAX - n)
                 return -E2BIG;
         s.n = n + n_extra + (supply->server.runtime > 0 ? 1 : 0);
+        if (!charge(&s, 1))
+                return -EDQUOT;
 
         for (size_t i = 0; i < s.n; i++) {
                 const DlParams *p = set_get(&s, i);
@@ -204,7 +236,10 @@ int edf_check(const DlParams *tasks, size_t n, const DlParams *extra, size_t n_e
         /* 3. Processor demand over [0, L], L = min(L_a, L_b). The busy period is only worth
          * computing up to L_a; when U is too close to 1 to tell, it alone bounds the interval. */
         v.test = EDF_TEST_DEMAND;
-        have_lb = busy_period(&s, have_la ? la : EDF_HORIZON_MAX, &v.steps, &lb);
+        k = busy_period(&s, have_la ? la : EDF_HORIZON_MAX, &v.steps, &lb);
+        if (k < 0)
+                return k;
+        have_lb = k > 0;
         if (!have_la && !have_lb) {
                 v.test = EDF_TEST_UNDECIDED;
                 goto done;
@@ -218,10 +253,15 @@ int edf_check(const DlParams *tasks, size_t n, const DlParams *extra, size_t n_e
                 goto done;
         }
         for (;;) {
-                u128 h = demand(&s, t);
+                u128 h;
 
+                if (!charge(&s, 2))
+                        return -EDQUOT;
+                h = demand(&s, t);
                 if (h > t) {
-                        earliest_violation(&s, d_min, &t, &h);
+                        k = earliest_violation(&s, d_min, &t, &h);
+                        if (k < 0)
+                                return k;
                         v.interval = t;
                         v.demand = h > UINT64_MAX ? UINT64_MAX : (uint64_t) h;
                         goto done;

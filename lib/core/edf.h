@@ -38,6 +38,21 @@
 /* The most tasks on one CPU. */
 #define EDF_TASKS_MAX 65536u
 
+/* A meter of the test's work, for a caller that must bound what one request may make it compute (the
+ * daemon's Plan). One work unit is one task's term in one pass over a CPU's task set: checking a set
+ * of n tasks (server included) costs n for reading it, n for each busy-period iteration, 2n for
+ * each QPA step and for each deadline the search for the earliest violation looks at. So the work
+ * of a request is about tasks x CPUs x test steps, counted where it is done. */
+typedef struct EdfMeter {
+        uint64_t used;   /* units counted so far (the pass that would have passed limit included) */
+        uint64_t limit;  /* a pass that would take used above this is not run; UINT64_MAX: none */
+} EdfMeter;
+
+/* Charge units to meter (NULL: nothing): true, or false when they take it above its limit (they
+ * are counted all the same; used saturates). For work of the caller's own that belongs to the same
+ * request, such as its walk over the books. */
+bool edf_meter_charge(EdfMeter *meter, uint64_t units);
+
 /* The fair server of kernels since 6.12, by default. */
 #define EDF_FAIR_SERVER_DEFAULT ((DlParams) { .runtime = 50 * UINT64_C(1000000), \
                                               .deadline = UINT64_C(1000000000), \
@@ -79,6 +94,11 @@ int edf_supply_from_kernel(int64_t rt_runtime_us, uint64_t rt_period_us, const D
  * EDF_TASKS_MAX tasks, -ERANGE when the bandwidths' sum overflows. */
 int edf_check(const DlParams *tasks, size_t n, const DlParams *extra, size_t n_extra, const EdfSupply *supply,
               EdfVerdict *ret);
+/* edf_check() with its work charged to meter (NULL: not counted). Returns what edf_check() returns,
+ * or -EDQUOT, *ret untouched, when the next pass would take meter->used above meter->limit (the
+ * units of that pass are counted, so meter->used > meter->limit afterwards). */
+int edf_check_metered(const DlParams *tasks, size_t n, const DlParams *extra, size_t n_extra,
+                      const EdfSupply *supply, EdfMeter *meter, EdfVerdict *ret);
 
 /* The processor demand h(t) of one task, saturating at UINT64_MAX. */
 uint64_t edf_dbf(const DlParams *task, uint64_t t);

@@ -92,7 +92,7 @@ static int choose(const PlaceCpu *cpus, size_t n, const DlParams *req, PlaceFit 
 
                 if (i == skip)
                         continue;
-                r = edf_check(cpus[i].tasks, cpus[i].n_tasks, req, 1, &cpus[i].supply, &v);
+                r = edf_check_metered(cpus[i].tasks, cpus[i].n_tasks, req, 1, &cpus[i].supply, cpus[i].meter, &v);
                 if (r < 0)
                         return r;
                 if (verdicts)
@@ -129,7 +129,7 @@ static int largest_stage1(const PlaceCpu *cpu, uint64_t period, uint64_t hi, uin
                 uint64_t mid = lo + (hi - lo) / 2;
                 DlParams s1 = { .runtime = mid, .deadline = mid, .period = period };
 
-                r = edf_check(cpu->tasks, cpu->n_tasks, &s1, 1, &cpu->supply, &v);
+                r = edf_check_metered(cpu->tasks, cpu->n_tasks, &s1, 1, &cpu->supply, cpu->meter, &v);
                 if (r < 0)
                         return r;
                 if (v.schedulable) {
@@ -141,7 +141,8 @@ static int largest_stage1(const PlaceCpu *cpu, uint64_t period, uint64_t hi, uin
         if (best >= NSEC_PER_USEC && best % NSEC_PER_USEC != 0 && best - best % NSEC_PER_USEC >= DL_RUNTIME_MIN) {
                 DlParams s1 = { .runtime = best - best % NSEC_PER_USEC, .period = period };
                 s1.deadline = s1.runtime;
-                r = edf_check(cpu->tasks, cpu->n_tasks, &s1, 1, &cpu->supply, &best_v); /* passes: monotone */
+                /* passes: monotone */
+                r = edf_check_metered(cpu->tasks, cpu->n_tasks, &s1, 1, &cpu->supply, cpu->meter, &best_v);
                 if (r < 0)
                         return r;
                 best = s1.runtime;
@@ -202,7 +203,8 @@ int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceF
                         .stage2 = s2,
                         .verdict_a = va[a],
                 };
-                r = edf_check(cpus[b].tasks, cpus[b].n_tasks, &s2, 1, &cpus[b].supply, &ret->verdict_b);
+                r = edf_check_metered(cpus[b].tasks, cpus[b].n_tasks, &s2, 1, &cpus[b].supply, cpus[b].meter,
+                                      &ret->verdict_b);
                 return r < 0 ? r : 0;
         }
         return -ENOSPC;

@@ -45,6 +45,8 @@ typedef struct PlaceCpu {
         EdfSupply supply;
         const DlParams *tasks; /* the reservations on it (stages included) */
         size_t n_tasks;
+        EdfMeter *meter;       /* the tests on it are charged here (edf_check_metered()); NULL: not
+                                * counted. The CPUs of one call usually share one. */
 } PlaceCpu;
 
 /* The bandwidth the CPU has left with `bw_total` placed on it (0 when over). */
@@ -52,8 +54,9 @@ uint64_t place_left(const PlaceCpu *cpu, uint64_t bw_total);
 
 /* Choose the CPU for req. Returns 0 with *ret_index (into cpus); -ENOSPC when no CPU passes;
  * -EINVAL for a request breaking C <= D <= T, no CPUs or a bad fit; -E2BIG, -ERANGE as
- * edf_check(). verdicts, when not NULL, has n_cpus entries and receives each CPU's verdict with
- * the request added (on success and on -ENOSPC), for the reasons. */
+ * edf_check(); -EDQUOT when a CPU's meter ran out (the answer is not known). verdicts, when not
+ * NULL, has n_cpus entries and receives each CPU's verdict with the request added (on success and
+ * on -ENOSPC), for the reasons. */
 int place_choose(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceFit fit, size_t *ret_index,
                  EdfVerdict *verdicts);
 
@@ -71,7 +74,7 @@ typedef struct PlaceSplit {
 /* Split req over two CPUs, each stage at least min_stage of runtime (DL_RUNTIME_MIN at least).
  * Returns 0 with *ret; -ENOSPC when no pair of CPUs takes it (fewer than two CPUs, a runtime
  * below 2 x min_stage, or no CPU can take a stage 1 of min_stage with a stage 2 of at least
- * min_stage left for another); -EINVAL, -E2BIG, -ERANGE as above. */
+ * min_stage left for another); -EINVAL, -E2BIG, -ERANGE, -EDQUOT as above. */
 int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceFit fit, uint64_t min_stage,
                 PlaceSplit *ret);
 

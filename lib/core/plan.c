@@ -118,6 +118,24 @@ finish:
         return r;
 }
 
+uint64_t plan_budget_left(PlanBudgetWindow *w, uint64_t now, uint64_t budget, uint64_t window) {
+        if (budget == UINT64_MAX || window == 0)
+                return UINT64_MAX;
+        if (!w->open || now < w->start || now - w->start >= window) /* a clock gone back opens one too */
+                *w = (PlanBudgetWindow) { .start = now, .open = true };
+        return w->used < budget ? budget - w->used : 0;
+}
+
+void plan_budget_charge(PlanBudgetWindow *w, uint64_t units) {
+        w->used = units > UINT64_MAX - w->used ? UINT64_MAX : w->used + units;
+}
+
+uint64_t plan_budget_resets_in(const PlanBudgetWindow *w, uint64_t now, uint64_t window) {
+        if (!w->open || now < w->start || now - w->start >= window)
+                return 0;
+        return window - (now - w->start);
+}
+
 const char *plan_outcome_to_string(PlanOutcome o) {
         static const char *const names[_PLAN_OUTCOME_MAX] = {
                 [PLAN_PLACED] = "placed",

@@ -52,5 +52,23 @@ typedef struct PlanCpuLoad {
 int plan_run(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *supply, PlaceFit fit,
              PlanEntry *entries, PlanCpuLoad *loads);
 
+/* What one caller may make a dry run against a daemon's books compute: a budget of work units
+ * (core/edf.h's EdfMeter) per window of time, counted as core/rate.h counts requests (a window opens
+ * at the first call after the previous one closed). The daemon keeps one window per user. */
+typedef struct PlanBudgetWindow {
+        uint64_t start;  /* when the current window opened */
+        uint64_t used;   /* units charged in it */
+        bool open;
+} PlanBudgetWindow;
+
+/* The units the caller has left at time now (ns) with `budget` units per `window` ns, opening a new
+ * window when the last one is over (a call asks this first, runs with at most that much, then
+ * charges what it used). UINT64_MAX when there is no budget (budget UINT64_MAX or window 0). */
+uint64_t plan_budget_left(PlanBudgetWindow *w, uint64_t now, uint64_t budget, uint64_t window);
+/* Charge units to the window (saturating). */
+void plan_budget_charge(PlanBudgetWindow *w, uint64_t units);
+/* The ns until the current window closes at time now (0 when none is open or it is over). */
+uint64_t plan_budget_resets_in(const PlanBudgetWindow *w, uint64_t now, uint64_t window);
+
 /* "placed", "split", "refused". */
 const char *plan_outcome_to_string(PlanOutcome o);

@@ -168,9 +168,15 @@ char *refusal_format(const Refusal *r, char *buf, size_t size) {
                 snprintf(buf, size, "group %s does not allow uid %u (see its users: list)", name, (unsigned) r->uid);
                 break;
         case ADMIT_MOVE_NOT_ALLOWED:
-                snprintf(buf, size,
-                         "moving a process into edfd's cgroups (flag 4) needs root or polkit's "
-                         "org.edfd.Admission1.manage: it would leave its user slice's limits");
+                if (r->flags == 0 && r->name)
+                        snprintf(buf, size,
+                                 "%s: partitioned placement on cgroup v2 moves the whole process into edfd's "
+                                 "cgroups, which needs root or polkit's org.edfd.Admission1.manage: it would leave "
+                                 "its user slice's limits", name);
+                else
+                        snprintf(buf, size,
+                                 "moving a process into edfd's cgroups (flag 4) needs root or polkit's "
+                                 "org.edfd.Admission1.manage: it would leave its user slice's limits");
                 break;
         case ADMIT_NO_CGROUP:
                 snprintf(buf, size, "group %s has no cgroup to move into%s", name,

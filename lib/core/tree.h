@@ -114,7 +114,8 @@ typedef struct Refusal {
         uint64_t pid, tid;           /* the process and thread asked for (BAD_PID, NO_SUCH_THREAD, ...) */
         uint32_t uid;                /* NOT_OWNER, NOT_ALLOWED: the caller's uid */
         uint32_t owner;              /* NOT_OWNER: the thread's owner */
-        uint64_t flags;              /* BAD_FLAGS: the unknown bits */
+        uint64_t flags;              /* BAD_FLAGS: the unknown bits; MOVE_NOT_ALLOWED: the move flag when
+                                      * it was asked for, 0 when the group's placement moves */
         uint64_t free_bw;            /* OVER_BUDGET: what the group has free (0 when the root is over-committed) */
         uint64_t need_bw;            /* OVER_BUDGET, ABOVE_ONE_CPU, LIMIT_EXCEEDED ("bandwidth"): what the
                                       * request needs */

@@ -93,7 +93,7 @@ typedef struct DecideCase {
         DlParams params;
         uint64_t flags;
         AdmissionCaller caller;
-        bool may_move, cgroups_usable;
+        bool may_move, cgroups_usable, moves_process;
         int probe_ret;
         ThreadFacts facts;
         uint64_t next_id;           /* 0: the tree's */
@@ -229,6 +229,20 @@ static void decide_cases(const DecideCase **ret, size_t *ret_n) {
                   .flags = ADMISSION_FLAG_MOVE, .want = ADMIT_MOVE_NOT_ALLOWED,
                   .want_msg = "moving a process into edfd's cgroups (flag 4) needs root or polkit's "
                               "org.edfd.Admission1.manage: it would leave its user slice's limits" },
+                /* 15: a placement that moves the whole process (partitioned, cgroup v2) is a move */
+                { BASE, .name = "a partitioned placement that moves the process, without polkit's manage",
+                  .moves_process = true, .want = ADMIT_MOVE_NOT_ALLOWED,
+                  .want_msg = "open: partitioned placement on cgroup v2 moves the whole process into edfd's "
+                              "cgroups, which needs root or polkit's org.edfd.Admission1.manage: it would leave "
+                              "its user slice's limits" },
+                { BASE, .name = "a partitioned placement that moves the process of another user (not the owner "
+                  "first)", .moves_process = true, .facts = { .owner = 1001 }, .want = ADMIT_NOT_OWNER },
+                { BASE, .name = "a partitioned placement that moves the process, with polkit's manage",
+                  .moves_process = true, .may_move = true },
+                { BASE, .name = "root's partitioned placement moves without polkit", .moves_process = true,
+                  .caller = { .uid = 0, .pid = 1, .user = "root", .limits = NOLIM }, .facts = { .owner = 1000 } },
+                { BASE, .name = "a placement that moves needs no cgroup of the group's", .group = "small",
+                  .params = { 1 * MS, 0, P100 }, .moves_process = true, .may_move = true },
                 /* 16: the cgroup (before the thread's policy) */
                 { BASE, .name = "a move into a group without a cgroup, thread gone", .group = "small",
                   .flags = ADMISSION_FLAG_MOVE, .may_move = true, .facts = { .owner = 1000, .sched_error = -ESRCH },
@@ -282,7 +296,8 @@ static AdmissionRequest request_of(const DecideCase *c, Probe *p) {
         return (AdmissionRequest) {
                 .pid = c->pid, .tid = c->tid, .group = c->group, .default_group = c->default_group,
                 .params = c->params, .flags = c->flags, .caller = c->caller, .may_move = c->may_move,
-                .cgroups_usable = c->cgroups_usable, .probe = probe, .probe_userdata = p,
+                .moves_process = c->moves_process, .cgroups_usable = c->cgroups_usable, .probe = probe,
+                .probe_userdata = p,
         };
 }
 

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "basic/macro.h"
 #include "core/bandwidth.h"
@@ -308,4 +309,70 @@ Test(edf, qpa_agrees_with_brute_force) {
         cr_assert_gt(no, 4000, "only %u refused", no);
         cr_assert_gt(by_demand, 1000, "only %u refused by processor demand", by_demand);
         printf("# qpa: %u schedulable, %u refused (%u by processor demand)\n", yes, no, by_demand);
+}
+
+/* The meter (issue 41): it counts the work a check does, stops a check that would pass its limit
+ * with -EDQUOT before the verdict is known, and never changes a verdict it lets through. */
+Test(edf, meter_counts_and_stops) {
+        DlParams implicit[] = { T3(1 * MS, 10 * MS, 10 * MS), T3(2 * MS, 20 * MS, 20 * MS), T3(3 * MS, 30 * MS, 30 * MS) };
+        DlParams rst[] = { T3(50 * MS, 50 * MS, 100 * MS), T3(10 * MS, 100 * MS, 100 * MS) };
+        EdfSupply none = NO_SUPPLY_LIMITS, host = kernel_supply();
+        EdfVerdict plain, v, untouched = { .steps = 4242 };
+        EdfMeter m = { .limit = UINT64_MAX };
+
+        /* Implicit deadlines: one pass over the tasks (the server counts as one). */
+        cr_assert_eq(edf_check_metered(implicit, 3, NULL, 0, &none, &m, &v), 0);
+        cr_assert_eq(m.used, 3);
+        m = (EdfMeter) { .limit = UINT64_MAX };
+        cr_assert_eq(edf_check_metered(implicit, 2, &implicit[2], 1, &host, &m, &v), 0);
+        cr_assert_eq(m.used, 4);
+
+        /* The demand test: more passes, the same verdict as without a meter. */
+        cr_assert_eq(edf_check(rst, 2, NULL, 0, &host, &plain), 0);
+        m = (EdfMeter) { .limit = UINT64_MAX };
+        cr_assert_eq(edf_check_metered(rst, 2, NULL, 0, &host, &m, &v), 0);
+        cr_assert_eq(memcmp(&plain, &v, sizeof v), 0);
+        uint64_t need = m.used;
+        cr_assert_gt(need, 3 * (1 + v.steps), "3 tasks (the server included), a pass per step and more: %" PRIu64, need);
+
+        /* A limit of exactly what it needs lets it through; one less stops it, verdict untouched. */
+        m = (EdfMeter) { .limit = need };
+        cr_assert_eq(edf_check_metered(rst, 2, NULL, 0, &host, &m, &v), 0);
+        cr_assert_eq(memcmp(&plain, &v, sizeof v), 0);
+        cr_assert_eq(m.used, need);
+        v = untouched;
+        m = (EdfMeter) { .limit = need - 1 };
+        cr_assert_eq(edf_check_metered(rst, 2, NULL, 0, &host, &m, &v), -EDQUOT);
+        cr_assert_eq(v.steps, 4242, "the verdict is not written when the meter stops the check");
+        cr_assert_gt(m.used, m.limit);
+        m = (EdfMeter) { .limit = 0 };
+        cr_assert_eq(edf_check_metered(rst, 2, NULL, 0, &host, &m, &v), -EDQUOT, "not even the first pass");
+        /* Used up: every further check stops at once. */
+        cr_assert_eq(edf_check_metered(implicit, 1, NULL, 0, &none, &m, &v), -EDQUOT);
+
+        /* The charge saturates instead of wrapping. */
+        m = (EdfMeter) { .used = UINT64_MAX - 1, .limit = UINT64_MAX };
+        cr_assert(edf_meter_charge(&m, 1));
+        cr_assert_not(edf_meter_charge(&m, 5));
+        cr_assert_eq(m.used, UINT64_MAX);
+        cr_assert(edf_meter_charge(NULL, UINT64_MAX), "no meter: nothing counted, nothing stopped");
+}
+
+/* The meter on random sets near the boundary: a verdict it lets through is the unmetered one. */
+Test(edf, meter_never_changes_a_verdict) {
+        for (unsigned k = 0; k < 2000; k++) {
+                DlParams set[8];
+                size_t n = rnd_in(1, 7);
+                EdfSupply s = kernel_supply();
+                EdfVerdict plain, v;
+                EdfMeter m = { .limit = UINT64_MAX };
+
+                random_set(set, n, 1000000, (unsigned) rnd_in(700, 1080));
+                cr_assert_eq(edf_check(set, n, NULL, 0, &s, &plain), 0);
+                cr_assert_eq(edf_check_metered(set, n, NULL, 0, &s, &m, &v), 0);
+                cr_assert_eq(memcmp(&plain, &v, sizeof v), 0, "set %u", k);
+                cr_assert_geq(m.used, n + 1, "set %u: at least one pass", k);
+                m = (EdfMeter) { .limit = m.used - 1 };
+                cr_assert_eq(edf_check_metered(set, n, NULL, 0, &s, &m, &v), -EDQUOT, "set %u", k);
+        }
 }

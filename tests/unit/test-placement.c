@@ -269,3 +269,38 @@ Test(placement, random_placements_keep_every_cpu_schedulable) {
         cr_assert_gt(split, 20);
         printf("# placements: %u whole, %u split, %u refused\n", placed, split, refused);
 }
+
+/* The meter (issue 41): every CPU's tests are charged to it; when it runs out, neither the choice
+ * nor the split has an answer (-EDQUOT), and with room enough it answers as without a meter. */
+Test(placement, meter_bounds_choose_and_split) {
+        Cpu cpus[2] = {};
+        PlaceCpu v[2];
+        EdfSupply s = host_supply();
+        EdfMeter m = { .limit = UINT64_MAX };
+        DlParams req = T3(5800 * US, 10 * MS, 10 * MS);
+        PlaceSplit plain, sp;
+        size_t at;
+
+        for (size_t c = 0; c < 2; c++)
+                for (size_t i = 0; i < 20; i++)
+                        cpus[c].tasks[cpus[c].n++] = T3((100 + i) * US, (3 + i) * MS, (10 + i) * MS);
+        view(cpus, 2, v, &s);
+        cr_assert_eq(place_choose(v, 2, &T3(1 * MS, 5 * MS, 10 * MS), PLACE_FIT_BEST, &at, NULL), 0);
+        cr_assert_eq(place_split(v, 2, &req, PLACE_FIT_BEST, 500 * US, &plain), 0);
+
+        for (size_t c = 0; c < 2; c++)
+                v[c].meter = &m;
+        cr_assert_eq(place_choose(v, 2, &T3(1 * MS, 5 * MS, 10 * MS), PLACE_FIT_BEST, &at, NULL), 0);
+        uint64_t choose_units = m.used;
+        cr_assert_gt(choose_units, 2 * 22, "both CPUs' tests counted (21 tasks and the server on each)");
+        m = (EdfMeter) { .limit = UINT64_MAX };
+        cr_assert_eq(place_split(v, 2, &req, PLACE_FIT_BEST, 500 * US, &sp), 0);
+        cr_assert_eq(memcmp(&plain, &sp, sizeof sp), 0, "the same split with a meter");
+        cr_assert_gt(m.used, 10 * choose_units, "the split searches: many tests per CPU (%" PRIu64 ")", m.used);
+
+        uint64_t split_units = m.used;
+        m = (EdfMeter) { .limit = split_units - 1 };
+        cr_assert_eq(place_split(v, 2, &req, PLACE_FIT_BEST, 500 * US, &sp), -EDQUOT);
+        m = (EdfMeter) { .limit = choose_units - 1 };
+        cr_assert_eq(place_choose(v, 2, &T3(1 * MS, 5 * MS, 10 * MS), PLACE_FIT_BEST, &at, NULL), -EDQUOT);
+}

@@ -294,3 +294,28 @@ Test(plan, order_decreasing) {
         cr_expect_str_eq(plan_order_to_string(PLAN_ORDER_GIVEN), "given");
         cr_expect_null(plan_order_to_string(_PLAN_ORDER_MAX));
 }
+
+/* The work budget per user (issue 41): a window opens at the first call, what is charged is taken
+ * off until it closes, then all of it is there again. */
+Test(plan, budget_window) {
+        PlanBudgetWindow w = {};
+        const uint64_t S = UINT64_C(1000000000);
+
+        cr_assert_eq(plan_budget_left(&w, 100 * S, UINT64_MAX, 10 * S), UINT64_MAX, "no budget");
+        cr_assert_eq(plan_budget_left(&w, 100 * S, 1000, 0), UINT64_MAX, "no window");
+        cr_assert_eq(plan_budget_resets_in(&w, 100 * S, 10 * S), 0, "none open");
+
+        cr_assert_eq(plan_budget_left(&w, 100 * S, 1000, 10 * S), 1000);
+        plan_budget_charge(&w, 400);
+        cr_assert_eq(plan_budget_left(&w, 101 * S, 1000, 10 * S), 600);
+        cr_assert_eq(plan_budget_resets_in(&w, 101 * S, 10 * S), 9 * S);
+        plan_budget_charge(&w, 700); /* a call may go over what was left by its last pass */
+        cr_assert_eq(plan_budget_left(&w, 109 * S, 1000, 10 * S), 0);
+        cr_assert_eq(plan_budget_left(&w, 110 * S, 1000, 10 * S), 1000, "the next window");
+        cr_assert_eq(plan_budget_resets_in(&w, 110 * S, 10 * S), 10 * S);
+        plan_budget_charge(&w, UINT64_MAX);
+        plan_budget_charge(&w, UINT64_MAX);
+        cr_assert_eq(w.used, UINT64_MAX, "saturates");
+        cr_assert_eq(plan_budget_left(&w, 111 * S, 1000, 10 * S), 0);
+        cr_assert_eq(plan_budget_left(&w, 50 * S, 1000, 10 * S), 1000, "a clock gone back opens a window");
+}

@@ -10,7 +10,8 @@
  *   cpuset-probe poll CMD...            remember the states, run CMD (sh -c), print every change
  *   cpuset-probe move NAME TID          a thread into partition NAME
  *   cpuset-probe move-process PID       a process into the threaded domain (v2)
- *   cpuset-probe move-out PID           back to the root of the hierarchy */
+ *   cpuset-probe move-out PID           out again: v1 the root cpuset; v2 its cgroup of origin, which
+ *                                       a process this probe did not move in has not (it stays) */
 
 #include <errno.h>
 #include <stdio.h>

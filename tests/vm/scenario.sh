@@ -1005,6 +1005,84 @@ else
         outs=$(edfctl admit -g rt -T 1ms -P 10ms -p $sc 2>&1) || diag "admit the child: $outs"
         svc_check edfd-vm-rt-b.service $sc "a service's child process admitted with -p"
 
+        # --- partitioned placement moves the whole process: the move flag's authorization (issue 41) ---
+        # edfdtest may admit (its polkit rule), not manage: on cgroup v2 an admission into rt would
+        # take its process out of its slice's limits, so it is refused, and nothing moves.
+        as_user_exec edfdtest $periodic --work 200us --period 10ms --duration 900s --quiet &
+        pu=$!
+        bg+=($pu)
+        wait_until 50 comm_is $pu periodic
+        cg_before=$(cgroup_of $pu)
+        out=$(as_user edfdtest edfctl admit -g rt -T 1ms -P 100ms -p $pu 2>&1)
+        rc=$?
+        if [ $rc -ne 0 ] && [[ $out == *"org.edfd.Admission1.manage"* || $out == *"polkit does not allow this"* ]] &&
+           [ "$(cgroup_of $pu)" = "$cg_before" ] && is_other $pu && ! listed $pu; then
+                pass "edfdtest (polkit's admit, not manage) is refused a partitioned admission: it would move its process out of its slice; nothing moved"
+                diag "$out"
+        else
+                fail "edfdtest (polkit's admit, not manage) is refused a partitioned admission: it would move its process out of its slice; nothing moved" \
+                        "exit $rc: $out" "cgroup $cg_before -> $(cgroup_of $pu)" "$(placement $pu)"
+                edfctl release -p $pu >/dev/null 2>&1
+        fi
+        kill $pu 2>/dev/null
+
+        # --- a failed move back never leaves a process in the root cgroup (issue 41) ---
+        # mb_spawn DIR: a periodic process (it must wake to be admitted on its new CPU) in cgroup DIR
+        # (made here), its pid in $mbp.
+        mbroot=/sys/fs/cgroup
+        mb_spawn() {
+                mkdir -p "$mbroot$1"
+                sh -c 'echo $$ >'"$mbroot$1"'/cgroup.procs && exec "$0" --work 200us --period 10ms --duration 900s --quiet' \
+                        $periodic &
+                mbp=$!
+                bg+=($mbp)
+                wait_until 50 comm_is $mbp periodic
+        }
+        mb_dead() { gone $1 || [ "$(awk '{ print $3 }' /proc/$1/stat 2>/dev/null)" = Z ]; } # our child: a zombie until reaped
+        # Its cgroup removed while it sat in a partition: back to the nearest ancestor. edfd's poll
+        # ends a held process whose cgroup is gone (every 2 s): the release comes right after the
+        # rmdir, and a try that lost that race is made again.
+        for try in 1 2 3; do
+                mb_spawn /edfd-vm-mb/a
+                jmark
+                outa=$(edfctl admit -g rt -T 1ms -P 100ms -p $mbp 2>&1)
+                inside=$(cgroup_of $mbp)
+                rmdir $mbroot/edfd-vm-mb/a
+                outr=$(edfctl release -p $mbp 2>&1)
+                mb_dead $mbp || break
+                rmdir $mbroot/edfd-vm-mb/a 2>/dev/null
+        done
+        if [[ $inside == /edfd-partitions* ]] && [ "$(cgroup_of $mbp)" = /edfd-vm-mb ] &&
+           jsince | grep -q "Process $mbp could not go back to its cgroup /edfd-vm-mb/a: moved to /edfd-vm-mb, the nearest ancestor"; then
+                pass "released after its cgroup was removed: the process goes to the nearest ancestor (/edfd-vm-mb), not the root cgroup, said in the log"
+        else
+                fail "released after its cgroup was removed: the process goes to the nearest ancestor (/edfd-vm-mb), not the root cgroup, said in the log" \
+                        "admit: $outa" "in $inside, released: $outr" "now in $(cgroup_of $mbp 2>&1) (try $try)" "$(jsince | tail -4)"
+        fi
+        kill $mbp 2>/dev/null
+        wait_until 50 mb_dead $mbp
+        # Its cgroup made to refuse it (a controller enabled in its subtree_control, as its user may
+        # in a delegated cgroup), and so every ancestor below the root: it stays in edfd's cgroups.
+        mb_spawn /edfd-vm-mb2/c
+        jmark
+        outa=$(edfctl admit -g rt -T 1ms -P 100ms -p $mbp 2>&1)
+        inside=$(cgroup_of $mbp)
+        sc=$( (echo +pids >$mbroot/edfd-vm-mb2/cgroup.subtree_control && echo +pids >$mbroot/edfd-vm-mb2/c/cgroup.subtree_control) 2>&1; echo "exit $?")
+        outr=$(edfctl release -p $mbp 2>&1)
+        now=$(cgroup_of $mbp)
+        if [[ $inside == /edfd-partitions* ]] && [[ $now == /edfd-partitions* ]] && [ "$sc" = "exit 0" ] && is_other $mbp &&
+           jsince | grep -q "Process $mbp stays in edfd-partitions: neither its cgroup /edfd-vm-mb2/c nor an ancestor of it below the root takes it"; then
+                pass "released while its cgroup and every ancestor refuse it: the process stays in edfd's cgroups ($now), never the root cgroup, said in the log"
+                diag "$(jsince | grep "Process $mbp" | sed 's/^.*edfd\[[0-9]*\]: //')"
+        else
+                fail "released while its cgroup and every ancestor refuse it: the process stays in edfd's cgroups, never the root cgroup, said in the log" \
+                        "admit: $outa" "in $inside; subtree_control: $sc; released: $outr" "now in $now" "$(jsince | tail -4)"
+        fi
+        kill $mbp 2>/dev/null
+        wait_until 50 mb_dead $mbp
+        echo -pids >$mbroot/edfd-vm-mb2/c/cgroup.subtree_control 2>/dev/null
+        rmdir $mbroot/edfd-vm-mb2/c $mbroot/edfd-vm-mb2 $mbroot/edfd-vm-mb 2>/dev/null
+
         # --- restart and kill -9 keep every placement ---
         kept_p=($a $b $c)
         pl_before=$(placement "${kept_p[@]}")
