@@ -158,6 +158,7 @@ struct Group {
         ForkPolicy fork, threads;    /* effective (inherited values resolved) */
         uint64_t min_split_runtime;  /* effective */
         char **users;                /* effective, NULL-terminated; NULL: anyone */
+        bool own_users;              /* users came with the group (GroupSpec.users), not from its parent */
         char *cgroup;                /* relative cgroup directory or NULL */
         bool dynamic;
         bool overridden;             /* a configured group whose bandwidth was changed at run time */

@@ -11,7 +11,8 @@
 #   - the group a container gets (GROUP/ID, its name public in ListGroups) is open to root only,
 #     not to its parent's users: nobody cannot admit its own process there while the container is
 #     created and not started, and the container's own admission at its program's start works;
-#   - CreateGroupWithUsers, the bus method behind it, refuses a bad users list by name;
+#   - CreateGroupWithUsers, the bus method behind it, refuses a bad users list by name, and a
+#     reload keeps the list;
 #   - a bundle whose config.json is a FIFO, and a standard input that stays open and silent, end
 #     the hook with exit 1 and the reason, not a hang (a timeout(1) of 60 s only keeps a broken
 #     hook from hanging the suite);
@@ -181,6 +182,14 @@ run as_nobody busctl --address="$DBUS_SYSTEM_BUS_ADDRESS" call org.edfd.Admissio
 [ "$rc" != 0 ] && grep -qi "permission\|root" <<<"$err" && [ "$(group_field containers/u2 users)" = absent ] &&
         ok "CreateGroupWithUsers as nobody: permission denied, no group" ||
         not_ok "CreateGroupWithUsers as nobody: permission denied, no group" "rc $rc" "$err"
+
+# A reload rebuilds the tree: the groups made at run time keep their own lists (not their parent's).
+run bcall Reload
+users=$(group_field containers/ffff0010 users) users1=$(group_field containers/u1 users)
+[ "$rc" = 0 ] && [ "$users" = "[]" ] && [ "$users1" = '["nobody"]' ] &&
+        ok "after a reload the container's group is still root's only, and containers/u1 still nobody's" ||
+        not_ok "after a reload the container's group is still root's only, and containers/u1 still nobody's" "rc $rc" \
+                "$err" "containers/ffff0010: $users" "containers/u1: $users1"
 
 # ---- the hook's reads end: a FIFO for config.json, a silent standard input ----
 
