@@ -226,9 +226,11 @@ static int clean_group(edfd *e, const char *path) {
 /* A container's group's users: list: empty, root only (see stage_create). */
 static const char *const container_users[] = { NULL };
 
-/* What poststop may remove: GROUP/ID exactly as createRuntime made it, a group made at run time
- * (not one of edfd's configuration) and open to root only. Returns 1 when it is one, 0 when there
- * is no such group, -1 (said) when a group of that name is something else: nothing is touched then. */
+/* What poststop may remove: GROUP/ID as createRuntime makes it, a group made at run time, not one of
+ * edfd's configuration. (Not also "open to root only": edfd's journal keeps no users list, and a
+ * container's group that a restart of edfd opened again must still go at poststop.) Returns 1 when
+ * it is one, 0 when there is no such group, -1 (said) when a group of that name is one of the
+ * configuration's: nothing is touched then. */
 static int made_by_create(edfd *e, const char *path) {
         edfd_snapshot *s = NULL;
         int r;
@@ -241,15 +243,12 @@ static int made_by_create(edfd *e, const char *path) {
         r = 0;
         for (size_t i = 0; i < edfd_snapshot_n_groups(s); i++) {
                 const edfd_group *g = edfd_snapshot_group(s, i);
-                const char *const *users;
 
                 if (strcmp(edfd_group_path(g), path) != 0)
                         continue;
-                users = edfd_group_users(g);
-                if (!edfd_group_dynamic(g) || edfd_group_anyone(g) || (users && users[0])) {
-                        err("group %s is not the one createRuntime makes for this container (%s): not removed", path,
-                            !edfd_group_dynamic(g) ? "it comes from edfd's configuration"
-                                                   : "it is open to other users");
+                if (!edfd_group_dynamic(g)) {
+                        err("group %s is not the one createRuntime makes for this container (it comes from edfd's "
+                            "configuration): not removed", path);
                         r = -1;
                 } else
                         r = 1;

@@ -69,6 +69,9 @@ groups:
   containers:
     bandwidth: 100%
     threads: none
+    groups:
+      static1:
+        bandwidth: 5%
   closed:
     bandwidth: 10%
 EOF
@@ -77,14 +80,17 @@ default-group: containers
 groups:
   containers: 40%
 EOF
-"$edfd" -c "$tmp/edfd.yaml" --state-dir "$tmp/state" >"$tmp/edfd.log" 2>&1 &
-edfd_pid=$!
-for _ in $(seq 200); do
-        "$edfctl" status >/dev/null 2>&1 && break
-        kill -0 "$edfd_pid" 2>/dev/null || break
-        sleep 0.05
-done
-"$edfctl" status >/dev/null 2>&1 || { sed 's/^/#   /' "$tmp/edfd.log"; bail "edfd did not start"; }
+start_edfd() {
+        "$edfd" -c "$tmp/edfd.yaml" --state-dir "$tmp/state" >>"$tmp/edfd.log" 2>&1 &
+        edfd_pid=$!
+        for _ in $(seq 200); do
+                "$edfctl" status >/dev/null 2>&1 && break
+                kill -0 "$edfd_pid" 2>/dev/null || break
+                sleep 0.05
+        done
+        "$edfctl" status >/dev/null 2>&1 || { sed 's/^/#   /' "$tmp/edfd.log"; bail "edfd did not start"; }
+}
+start_edfd
 
 # group_field PATH FIELD: a field of the group in edfctl status --json (JSON), or "absent".
 group_field() {
@@ -171,6 +177,8 @@ run bcall CreateGroupWithUsers sttas containers/u1 1000000 100000000 2 nobody no
         not_ok "CreateGroupWithUsers with a name twice: refused by entry, no group" "rc $rc" "$err"
 run bcall CreateGroupWithUsers sttas containers/u1 1000000 100000000 1 nobody
 nobody_sleep
+squatter2=$squatter
+nobody_sleep
 users=$(group_field containers/u1 users)
 run2=$(as_nobody "$nobody_edfctl" admit -g containers/u1 -T 1ms -P 100ms -p "$squatter" 2>&1)
 [ "$rc" = 0 ] && [ "$users" = '["nobody"]' ] && [ -n "$(reservations_of containers/u1)" ] &&
@@ -220,14 +228,23 @@ run hook poststop < <(state pipewire stopped 0 "$tmp/bundle" "$A10"',"org.edfd.g
         ok "poststop with org.edfd.group naming a group not open to containers: refused, nothing removed" ||
         not_ok "poststop with org.edfd.group naming a group not open to containers: refused, nothing removed" "rc $rc" "$err" \
                 "closed/pipewire: $(group_field closed/pipewire users)"
-# A group of the container's name that createRuntime did not make (containers/u1 is open to nobody,
-# and holds nobody's reservation): refused, left as it is.
-run hook poststop < <(state u1 stopped 0 "$tmp/bundle" "$A10")
-[ "$rc" = 1 ] && grep -q "group containers/u1 is not the one createRuntime makes for this container (it is open to other users): not removed" <<<"$err" &&
-   [ -n "$(reservations_of containers/u1)" ] &&
+# A group of the container's name that createRuntime did not make (containers/static1, of edfd's
+# configuration, holding nobody's reservation): refused, left as it is.
+run as_nobody "$nobody_edfctl" admit -g containers/static1 -T 1ms -P 100ms -p "$squatter2"
+run hook poststop < <(state static1 stopped 0 "$tmp/bundle" "$A10")
+[ "$rc" = 1 ] && grep -q "group containers/static1 is not the one createRuntime makes for this container (it comes from edfd's configuration): not removed" <<<"$err" &&
+   [ -n "$(reservations_of containers/static1)" ] &&
         ok "poststop for a group of the container's name that createRuntime did not make: refused, left as it is" ||
         not_ok "poststop for a group of the container's name that createRuntime did not make: refused, left as it is" "rc $rc" "$err" \
-                "$(reservations_of containers/u1)"
+                "$(reservations_of containers/static1)"
+# edfd restarted: its journal keeps no users list, so the container's group may be open to its
+# parent's users again (docs/containers.md); poststop must still remove it.
+kill -TERM "$edfd_pid"; wait "$edfd_pid"; edfd_pid=
+start_edfd
+[ "$(reservations_of containers/ffff0010)" = "$victim $victim" ] &&
+        ok "after a restart of edfd the container's group and its reservation are back" ||
+        not_ok "after a restart of edfd the container's group and its reservation are back" \
+                "$(group_field containers/ffff0010 users)" "$(reservations_of containers/ffff0010)"
 # The container's own: released and removed.
 run hook poststop < <(state ffff0010 stopped "$victim" "$tmp/bundle" "$A10")
 [ "$rc" = 0 ] && [ -z "$err" ] && [ "$(group_field containers/ffff0010 users)" = absent ] && [ -z "$(reservations_of containers/ffff0010)" ] &&
