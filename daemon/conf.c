@@ -802,7 +802,7 @@ static bool is_alnum(char ch) {
 
 /* Explain why s is not a user name, or NULL. Names as in /etc/passwd: letters, digits, _ . -,
  * not starting with -, an optional final $ (machine accounts), not all digits (that is a uid). */
-static const char *user_name_problem(const char *s, size_t len) {
+const char *conf_user_name_problem(const char *s, size_t len) {
         bool digits = true;
 
         if (len == 0)
@@ -855,7 +855,7 @@ static void walk_users(Ctx *c, Node *v, char ***ret) {
 
                 if (!s || u->skip)
                         continue;
-                why = user_name_problem(s, u->len);
+                why = conf_user_name_problem(s, u->len);
                 if (why) {
                         error_node(c, u, "\"%s\" %s", show(s, u->len, buf), why);
                         continue;
@@ -1293,7 +1293,7 @@ static void walk_limits(Ctx *c, Node *v, Config *cfg) {
                 if (k->skip)
                         continue;
                 path_push(c, k->value);
-                why = strcmp(k->value, "default") == 0 ? NULL : user_name_problem(k->value, k->len);
+                why = strcmp(k->value, "default") == 0 ? NULL : conf_user_name_problem(k->value, k->len);
                 if (why)
                         error_node(c, k, "\"%s\" %s", show(k->value, k->len, buf), why);
                 else {

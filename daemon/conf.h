@@ -175,6 +175,9 @@ void conf_errors_done(ConfErrors *e);
  * there is no such group. */
 ConfPlacement conf_placement_of(const Config *c, const char *group_path);
 
+/* Why s[0..len) is not a user name (letters, digits, _ . -, not starting with -, an optional final
+ * $, not all digits, at most 256 bytes), or NULL: the rule of a group's users: list. */
+const char *conf_user_name_problem(const char *s, size_t len);
 /* The limit entry that applies to user: their own, else "default", else NULL (unlimited). */
 const ConfLimit *conf_find_limit(const Config *c, const char *user);
 

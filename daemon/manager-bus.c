@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "basic/strv.h"
 #include "core/bandwidth.h"
 #include "log.h"
 #include "manager.h"
@@ -496,9 +497,11 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
         return sd_bus_send(NULL, reply, NULL);
 }
 
-/* CreateGroup and SetGroup: the same arguments, the same checks, one operation apart. */
-static int group_method(sd_bus_message *msg, Manager *m, bool create, sd_bus_message_handler_t self,
+/* CreateGroup, CreateGroupWithUsers and SetGroup: the same arguments (with_users: and a users list,
+ * the new group's own instead of its parent's), the same checks, one operation apart. */
+static int group_method(sd_bus_message *msg, Manager *m, bool create, bool with_users, sd_bus_message_handler_t self,
                         sd_bus_error *ret_error) {
+        _cleanup_strv_free_ char **users = NULL;
         uint64_t runtime, period;
         const char *path;
         OpError e = {};
@@ -507,23 +510,39 @@ static int group_method(sd_bus_message *msg, Manager *m, bool create, sd_bus_mes
         r = sd_bus_message_read(msg, "stt", &path, &runtime, &period);
         if (r < 0)
                 return r;
-        if (manager_group_check_args(path, runtime, period, &e) < 0)
+        if (with_users) {
+                r = sd_bus_message_read_strv(msg, &users);
+                if (r < 0)
+                        return r;
+                if (!users) {
+                        users = calloc(1, sizeof(char *)); /* an empty array: root only */
+                        if (!users)
+                                return -ENOMEM;
+                }
+        }
+        if (manager_group_check_args(path, runtime, period, &e) < 0 ||
+            (users && manager_group_check_users(users, &e) < 0))
                 return reply_error(ret_error, &e);
         r = require_manage(m, msg, create ? "creating a group" : "changing a group", self, ret_error);
         if (r <= 0)
                 return r < 0 ? r : 1;
-        r = create ? manager_group_create(m, path, runtime, period, &e) : manager_group_set(m, path, runtime, period, &e);
+        r = create ? manager_group_create(m, path, runtime, period, users, &e)
+                   : manager_group_set(m, path, runtime, period, &e);
         if (r < 0)
                 return reply_error(ret_error, &e);
         return sd_bus_reply_method_return(msg, "");
 }
 
 static int method_create_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
-        return group_method(msg, userdata, true, method_create_group, ret_error);
+        return group_method(msg, userdata, true, false, method_create_group, ret_error);
+}
+
+static int method_create_group_with_users(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
+        return group_method(msg, userdata, true, true, method_create_group_with_users, ret_error);
 }
 
 static int method_set_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
-        return group_method(msg, userdata, false, method_set_group, ret_error);
+        return group_method(msg, userdata, false, false, method_set_group, ret_error);
 }
 
 static int method_remove_group(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
@@ -759,6 +778,7 @@ DEFERRING(method_release)
 DEFERRING(method_release_thread)
 DEFERRING(method_release_process)
 DEFERRING(method_create_group)
+DEFERRING(method_create_group_with_users)
 DEFERRING(method_set_group)
 DEFERRING(method_remove_group)
 DEFERRING(method_reload)
@@ -814,6 +834,9 @@ static const sd_bus_vtable manager_vtable[] = {
                                  method_plan, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("CreateGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period),
                                  "", , method_create_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_NAMES("CreateGroupWithUsers", "sttas",
+                                 SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period) SD_BUS_PARAM(users), "", ,
+                                 method_create_group_with_users_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("SetGroup", "stt", SD_BUS_PARAM(path) SD_BUS_PARAM(runtime) SD_BUS_PARAM(period), "",
                                  , method_set_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_NAMES("RemoveGroup", "s", SD_BUS_PARAM(path), "", , method_remove_group_deferred, SD_BUS_VTABLE_UNPRIVILEGED),

@@ -59,7 +59,10 @@ int config_load(const char *path, Config **ret, char **ret_errors) {
 }
 
 /* Build a tree from c with the dynamic groups and overrides of `extra` (a StateLoaded's groups, or
- * the live tree's dynamic groups); NULL error string on success.
+ * the live tree's dynamic groups); NULL error string on success. A dynamic group made with its own
+ * users: list (CreateGroupWithUsers: a container's, root only) keeps it when live is the tree it
+ * comes from (a reload); the journal keeps no such list, so after a restart (live NULL) it
+ * inherits its parent's.
  *
  * The root of the tree returned has no limit yet: what was admitted is re-admitted into it, and only
  * then does the caller set the kernel's capacity (tree_set_capacity). When the kernel admits less than
@@ -69,7 +72,7 @@ int config_load(const char *path, Config **ret, char **ret_errors) {
  * configuration's top-level groups may need more than the kernel admits; every group below the root
  * must still fit its parent. */
 int tree_build(Manager *m, const Config *c, const char *filename, const StateGroup *extra, size_t n_extra,
-               bool strict, bool allow_short, Tree **ret, char **ret_errors) {
+               const Tree *live, bool strict, bool allow_short, Tree **ret, char **ret_errors) {
         const KernelCapacity *kc = capacity_kernel(m->capacity);
         ConfErrors errors = {};
         Tree *t = NULL;
@@ -105,8 +108,10 @@ int tree_build(Manager *m, const Config *c, const char *filename, const StateGro
                         if (k == 0)
                                 g->overridden = true;
                 } else {
+                        const Group *was = live ? tree_find_group(live, extra[i].path) : NULL;
                         GroupSpec spec = { .runtime = extra[i].runtime, .period = extra[i].period,
                                            .fork = _FORK_POLICY_UNSET, .threads = _FORK_POLICY_UNSET,
+                                           .users = was && was->dynamic && was->own_users ? was->users : NULL,
                                            .dynamic = true };
                         k = group_create(t, extra[i].path, &spec, NULL, &rf);
                 }
@@ -212,8 +217,8 @@ int manager_reload(Manager *m, OpError *error) {
         capacity_short = m->tree->root->allocated > root_capacity(m);
         r = collect_groups(m->tree, false, &dyn, &n_dyn);
         if (r >= 0)
-                r = tree_build(m, c, m->config_path ? m->config_path : "(embedded edfd.yaml)", dyn, n_dyn, true,
-                               capacity_short, &t, &errors);
+                r = tree_build(m, c, m->config_path ? m->config_path : "(embedded edfd.yaml)", dyn, n_dyn, m->tree,
+                               true, capacity_short, &t, &errors);
         if (r < 0) {
                 conf_free(c);
                 sd_notify(false, "READY=1");

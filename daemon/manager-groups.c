@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "cgroup.h"
+#include "conf.h"
 #include "log.h"
 #include "basic/macro.h"
 #include "manager-bus.h"
@@ -67,9 +68,29 @@ int manager_group_check_path(const char *path, OpError *error) {
         return 0;
 }
 
-int manager_group_create(Manager *m, const char *path, uint64_t runtime, uint64_t period, OpError *error) {
+int manager_group_check_users(char *const *users, OpError *error) {
+        size_t n = 0;
+
+        for (char *const *u = users; *u; u++, n++) {
+                const char *why;
+
+                if (n == MANAGER_GROUP_USERS_MAX)
+                        return op_fail(error, OP_INVALID, "users: more than %d names", MANAGER_GROUP_USERS_MAX);
+                why = conf_user_name_problem(*u, strlen(*u));
+                if (why)
+                        return op_fail(error, OP_INVALID, "users: name %zu %s", n + 1, why);
+                for (char *const *v = users; v < u; v++)
+                        if (strcmp(*v, *u) == 0)
+                                return op_fail(error, OP_INVALID, "users: name %zu repeats name %zu", n + 1,
+                                               (size_t) (v - users) + 1);
+        }
+        return 0;
+}
+
+int manager_group_create(Manager *m, const char *path, uint64_t runtime, uint64_t period, char *const *users,
+                         OpError *error) {
         GroupSpec spec = { .runtime = runtime, .period = period, .fork = _FORK_POLICY_UNSET,
-                           .threads = _FORK_POLICY_UNSET, .dynamic = true };
+                           .threads = _FORK_POLICY_UNSET, .users = users, .dynamic = true };
         Refusal rf;
         Group *g;
         int r;

@@ -85,9 +85,10 @@ void group_apply_cgroup(Manager *m, const Group *g);
 /* Parse path (NULL: the embedded default). 0 with *ret, or negative errno with *ret_errors (may be
  * NULL; to be freed). */
 int config_load(const char *path, Config **ret, char **ret_errors);
-/* Build a tree from c with the groups of extra (see the comment in manager-config.c). */
+/* Build a tree from c with the groups of extra (see the comment in manager-config.c); a dynamic
+ * group of extra that had its own users: list in live (NULL: none) keeps it. */
 int tree_build(Manager *m, const Config *c, const char *filename, const StateGroup *extra, size_t n_extra,
-               bool strict, bool allow_short, Tree **ret, char **ret_errors);
+               const Tree *live, bool strict, bool allow_short, Tree **ret, char **ret_errors);
 /* Rewrite the state journal from the books. 0, or negative errno. */
 int snapshot(Manager *m, bool with_overrides);
 /* Compact the state journal when it has grown enough. */

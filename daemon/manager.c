@@ -417,6 +417,17 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 log_info("Counting throttles of managed threads (BPF on the sched_switch tracepoint)");
         else
                 log_notice("Throttles are not counted: %s", throttles_state(m->throttles));
+        /* The counter is attached for good: what only its load needed goes now. */
+        {
+                char note[256];
+
+                if (throttles_seal(m->throttles, note, sizeof note) < 0)
+                        log_notice("%s", note);
+                else if (note[0])
+                        log_info("Dropped CAP_BPF and CAP_PERFMON; %s", note);
+                else
+                        log_debug("Dropped CAP_BPF and CAP_PERFMON from every capability set");
+        }
 
         r = adopt_load(m, &loaded, &down_since);
         if (r < 0) {

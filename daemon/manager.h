@@ -246,7 +246,12 @@ int manager_release_process(Manager *m, const Caller *c, uint32_t pid, uint32_t 
  * bandwidth), and of RemoveGroup's path, for the bus before polkit: 0, or -1 with *error. */
 int manager_group_check_args(const char *path, uint64_t runtime, uint64_t period, OpError *error);
 int manager_group_check_path(const char *path, OpError *error);
-int manager_group_create(Manager *m, const char *path, uint64_t runtime, uint64_t period, OpError *error);
+/* users: the new group's users: list, NULL-terminated ({ NULL }: root only), or NULL to inherit
+ * its parent's (CreateGroup); CreateGroupWithUsers checks it with manager_group_check_users(). */
+#define MANAGER_GROUP_USERS_MAX 64
+int manager_group_check_users(char *const *users, OpError *error);
+int manager_group_create(Manager *m, const char *path, uint64_t runtime, uint64_t period, char *const *users,
+                         OpError *error);
 int manager_group_set(Manager *m, const char *path, uint64_t runtime, uint64_t period, OpError *error);
 int manager_group_remove(Manager *m, const char *path, OpError *error);
 int manager_reload(Manager *m, OpError *error);

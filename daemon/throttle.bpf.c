@@ -4,7 +4,10 @@
  * that counts, for the threads edfd put in the map, each time one leaves the CPU throttled, that
  * is with its runtime used up before its period ended. A sched_yield() of a deadline thread (the
  * end of a job: edfd_job_done()) throttles it too, with dl_yielded set, and is not counted. Every
- * other thread costs one load and one compare: its policy is not SCHED_DEADLINE.
+ * other thread costs one load and one compare: its policy is not SCHED_DEADLINE. The program is
+ * attached once, at edfd's start, and stays (so that edfd can give up CAP_BPF and CAP_PERFMON
+ * then); while edfd counts no thread, `counting` is 0 and every switch costs one load and one
+ * compare of it.
  *
  * The kernel's structs are declared here with the few fields read, preserve_access_index: libbpf
  * relocates each access (CO-RE) against the running kernel's BTF, so the object built here loads
@@ -39,13 +42,17 @@ struct {
         __type(value, __u64);
 } throttles SEC(".maps");
 
+/* 1 while the map holds a thread, else 0: in the .bss map, which edfd writes through its mapping
+ * of it (libbpf's skeleton), with no system call. */
+__u32 counting = 0;
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(edfd_on_switch, int preempt, struct task_struct *prev) {
         struct sched_dl_entity *dl;
         __u64 *n;
         __u32 tid;
 
-        if (prev->policy != SCHED_DEADLINE)
+        if (!*(volatile __u32 *) &counting || prev->policy != SCHED_DEADLINE)
                 return 0;
         dl = &prev->dl;
         barrier_var(dl); /* else clang folds &prev->dl into the bitfield's relocation, counted twice */

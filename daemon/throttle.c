@@ -9,8 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
+#include "caps.h"
 #include "config.h"
 #include "basic/hashmap.h"
 #include "basic/macro.h"
@@ -29,7 +31,7 @@ struct Throttles {
         struct throttle_bpf *skel; /* NULL: counting is off */
 #endif
         int map_fd;                /* -1: off */
-        bool attached;             /* on sched_switch now: only while some thread is counted */
+        bool counting;             /* the program's flag is on: only while some thread is counted */
         char reason[256];          /* "on", or why not */
         Hashmap seen;              /* tid -> uint64_t *: the count the last poll saw */
 };
@@ -72,14 +74,20 @@ static int load(Throttles *t) {
                 throttle_bpf__destroy(s);
                 return r;
         }
-        /* Attached once to know that it attaches, then only while some thread is counted. */
+        /* Attached for edfd's life (CAP_BPF and CAP_PERFMON are needed for this and no more:
+         * throttles_seal()), its flag off until a thread is counted. */
+        if (!s->bss) {
+                throttle_reason(THROTTLE_STEP_LOAD, ENOTSUP, t->reason, sizeof t->reason);
+                throttle_bpf__destroy(s);
+                return -ENOTSUP;
+        }
+        s->bss->counting = 0;
         r = throttle_bpf__attach(s);
         if (r < 0) {
                 throttle_reason(THROTTLE_STEP_ATTACH, -r, t->reason, sizeof t->reason);
                 throttle_bpf__destroy(s);
                 return r;
         }
-        throttle_bpf__detach(s);
         t->skel = s;
         t->map_fd = bpf_map__fd(s->maps.throttles);
         snprintf(t->reason, sizeof t->reason, "on");
@@ -129,8 +137,48 @@ size_t throttles_tracked(const Throttles *t) {
         return t ? t->seen.n_items : 0;
 }
 
-bool throttles_attached(const Throttles *t) {
-        return t && t->attached;
+bool throttles_counting(const Throttles *t) {
+        return t && t->counting;
+}
+
+int throttles_seal(Throttles *t, char *note, size_t size) {
+        const uint64_t mask = CAPS_BIT(CAPS_BPF) | CAPS_BIT(CAPS_PERFMON);
+        int r;
+
+        note[0] = '\0';
+        r = caps_drop(mask, true);
+        if (r < 0) {
+                snprintf(note, size, "cannot take CAP_BPF and CAP_PERFMON out of the effective set: %s", strerror(-r));
+                return r;
+        }
+#if HAVE_BPF
+        if (throttles_on(t)) {
+                uint32_t none = 0; /* never a counted thread */
+                uint64_t v;
+
+                r = bpf_map_lookup_elem(t->map_fd, &none, &v) < 0 ? -errno : 0;
+                if (r != -ENOENT) {
+                        (void) caps_raise(mask);
+                        snprintf(note, size, "CAP_BPF and CAP_PERFMON are kept: without them this kernel refuses "
+                                 "the map's lookups (%s; kernel.unprivileged_bpf_disabled, before Linux 6.5)",
+                                 r < 0 ? strerror(-r) : "an entry for thread 0");
+                        return r < 0 ? r : -EPERM;
+                }
+        }
+#endif
+        r = caps_drop(mask, false);
+        if (r < 0) {
+                snprintf(note, size, "cannot drop CAP_BPF and CAP_PERFMON: %s", strerror(-r));
+                return r;
+        }
+        r = caps_drop_bounding(mask);
+        if (r < 0)
+                snprintf(note, size, "CAP_BPF and CAP_PERFMON stay in the bounding set (%s: no CAP_SETPCAP); "
+                         "no_new_privs keeps an exec from getting them back", strerror(-r));
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 && r < 0)
+                snprintf(note, size, "CAP_BPF and CAP_PERFMON stay in the bounding set, and no_new_privs cannot be "
+                         "set: %s", strerror(errno));
+        return 0;
 }
 
 #if HAVE_BPF
@@ -160,14 +208,9 @@ int throttles_track(Throttles *t, uint32_t tid) {
                 free(hashmap_remove(&t->seen, tid));
                 return r == -E2BIG ? -ENOSPC : r;
         }
-        if (!t->attached) {
-                r = throttle_bpf__attach(t->skel);
-                if (r < 0) {
-                        (void) bpf_map_delete_elem(t->map_fd, &tid);
-                        free(hashmap_remove(&t->seen, tid));
-                        return r;
-                }
-                t->attached = true;
+        if (!t->counting) {
+                t->skel->bss->counting = 1;
+                t->counting = true;
         }
         return 0;
 }
@@ -182,9 +225,9 @@ void throttles_untrack(Throttles *t, uint32_t tid) {
                 return;
         free(seen);
         (void) bpf_map_delete_elem(t->map_fd, &tid);
-        if (t->seen.n_items == 0 && t->attached) {
-                throttle_bpf__detach(t->skel); /* nothing to count: no cost at any context switch */
-                t->attached = false;
+        if (t->seen.n_items == 0 && t->counting) {
+                t->skel->bss->counting = 0; /* nothing to count: one load and compare per context switch */
+                t->counting = false;
         }
 }
 

@@ -4,8 +4,9 @@
 /* Throttles per managed thread, counted in the kernel: a BPF program on the sched_switch tracepoint
  * (throttle.bpf.c) adds one to a thread's entry in a BPF hash map each time the thread leaves the
  * CPU throttled (its runtime used up before its period ended; a sched_yield() is not counted). Only
- * threads edfd put in the map are counted, so the map stays as small as edfd's books, and the program
- * is attached only while the map has an entry. Counting is
+ * threads edfd put in the map are counted, so the map stays as small as edfd's books. The program
+ * is attached once, when edfd starts, and switched by a flag the program reads first: on only while
+ * the map has an entry. Counting is
  * best effort: where the program cannot be loaded (a kernel without BTF, no CAP_BPF, edfd built
  * without libbpf) edfd works as before and throttles_state() says why. */
 
@@ -34,9 +35,17 @@ void throttles_untrack(Throttles *t, uint32_t tid);
 int throttles_read(const Throttles *t, uint32_t tid, uint64_t *ret);
 /* How many threads are counted (the map's entries edfd made). */
 size_t throttles_tracked(const Throttles *t);
-/* Whether the program is on sched_switch now: only while a thread is counted, so that an edfd
- * without reservations costs no context switch anything. */
-bool throttles_attached(const Throttles *t);
+/* Whether the program counts now (its flag is on): only while a thread is counted, so that an edfd
+ * without reservations costs a context switch one load and compare of the flag. */
+bool throttles_counting(const Throttles *t);
+
+/* After the load: give up CAP_BPF and CAP_PERFMON (effective, permitted, inheritable; the bounding
+ * set too where CAP_SETPCAP allows, and no_new_privs so that no exec gets them back), which only
+ * the load and the attach needed. Where this kernel checks CAP_BPF at every bpf() call on the map
+ * (seen by one lookup once they are out of the effective set), they are kept, and counting with
+ * them. Returns 0 (dropped; *note says what stays, "" when nothing) or negative errno (kept;
+ * *note says why). */
+int throttles_seal(Throttles *t, char *note, size_t size);
 
 /* Call grew(tid, total) for each counted thread whose count grew since the last poll: one bpf()
  * system call per counted thread. Returns how many grew. */

@@ -24,10 +24,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <edfd/edfd.h>
@@ -67,15 +70,31 @@ static void err(const char *fmt, ...) {
         free(msg);
 }
 
-/* Read all of fd, at most max bytes; more is an error. Returns the length or negative errno. */
+/* How long the hook waits for its input, in all: an engine writes the OCI state at once and closes
+ * it, so a standard input that stays open and silent is a stuck engine, never a slow one. */
+#define HOOK_READ_TIMEOUT_MS 10000
+
+static uint64_t now_ms(void) {
+        struct timespec ts;
+
+        (void) clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (uint64_t) ts.tv_sec * 1000 + (uint64_t) ts.tv_nsec / 1000000;
+}
+
+/* Read all of fd, at most max bytes (more is -EFBIG), within HOOK_READ_TIMEOUT_MS (-ETIMEDOUT: a
+ * writer that neither writes nor closes). Returns the length or negative errno. */
 static ssize_t read_all(int fd, size_t max, char **ret) {
         size_t len = 0, size = 4096;
+        uint64_t deadline = now_ms() + HOOK_READ_TIMEOUT_MS;
         char *buf = malloc(size + 1);
 
         if (!buf)
                 return -ENOMEM;
         for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                uint64_t now = now_ms();
                 ssize_t n;
+                int e;
 
                 if (len == size) {
                         char *nb;
@@ -91,11 +110,20 @@ static ssize_t read_all(int fd, size_t max, char **ret) {
                         }
                         buf = nb;
                 }
+                /* poll(2) says a regular file is always readable: only pipes and the like wait here. */
+                e = now >= deadline ? 0 : poll(&p, 1, (int) (deadline - now));
+                if (e < 0 && errno == EINTR)
+                        continue;
+                if (e <= 0) {
+                        e = e < 0 ? -errno : -ETIMEDOUT;
+                        free(buf);
+                        return e;
+                }
                 n = read(fd, buf + len, size - len);
                 if (n < 0) {
-                        if (errno == EINTR)
+                        if (errno == EINTR || errno == EAGAIN)
                                 continue;
-                        int e = -errno;
+                        e = -errno;
                         free(buf);
                         return e;
                 }
@@ -112,15 +140,40 @@ static ssize_t read_all(int fd, size_t max, char **ret) {
         return (ssize_t) len;
 }
 
+/* A file the hook reads (its configuration, the bundle's config.json): a regular file only (-EBADFD:
+ * a FIFO, a device or a directory, which could block the hook or never end), at most max bytes
+ * (-EFBIG). Opened without blocking, so that a FIFO cannot hold the open(2) itself. */
 static ssize_t read_file(const char *path, size_t max, char **ret) {
-        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
         ssize_t n;
 
         if (fd < 0)
                 return -errno;
-        n = read_all(fd, max, ret);
+        if (fstat(fd, &st) < 0)
+                n = -errno;
+        else if (!S_ISREG(st.st_mode))
+                n = -EBADFD;
+        else if ((uint64_t) st.st_size > max)
+                n = -EFBIG;
+        else
+                n = read_all(fd, max, ret);
         close(fd);
         return n;
+}
+
+/* Why a read failed, for a message: the limits by name, else the errno's text. */
+static const char *read_error(ssize_t n) {
+        switch (n) {
+        case -EFBIG:
+                return "larger than 1 MiB";
+        case -EBADFD:
+                return "not a regular file (a FIFO, a device or a directory is never read)";
+        case -ETIMEDOUT:
+                return "nothing came within 10 s (the writer neither wrote nor closed it)";
+        default:
+                return strerror((int) -n);
+        }
 }
 
 static int load_config(const char *path, HookConfig *ret) {
@@ -130,7 +183,7 @@ static int load_config(const char *path, HookConfig *ret) {
 
         if (n < 0) {
                 err("cannot read the hook's configuration %s: %s (it says which edfd groups containers may "
-                    "use: edfd-oci-hook(8))", path, n == -EFBIG ? "larger than 1 MiB" : strerror((int) -n));
+                    "use: edfd-oci-hook(8))", path, read_error(n));
                 return -1;
         }
         r = hook_config_parse(text, (size_t) n, ret, &why);
@@ -179,6 +232,41 @@ static int clean_group(edfd *e, const char *path) {
                 return r;
         }
         return 0;
+}
+
+/* A container's group's users: list: empty, root only (see stage_create). */
+static const char *const container_users[] = { NULL };
+
+/* What poststop may remove: GROUP/ID as createRuntime makes it, a group made at run time, not one of
+ * edfd's configuration. (Not also "open to root only": edfd's journal keeps no users list, and a
+ * container's group that a restart of edfd opened again must still go at poststop.) Returns 1 when
+ * it is one, 0 when there is no such group, -1 (said) when a group of that name is one of the
+ * configuration's: nothing is touched then. */
+static int made_by_create(edfd *e, const char *path) {
+        edfd_snapshot *s = NULL;
+        int r;
+
+        r = edfd_snapshot_fetch(e, EDFD_SNAPSHOT_GROUPS, &s);
+        if (r < 0) {
+                err("cannot list edfd's groups: %s", edfd_error_message(e));
+                return -1;
+        }
+        r = 0;
+        for (size_t i = 0; i < edfd_snapshot_n_groups(s); i++) {
+                const edfd_group *g = edfd_snapshot_group(s, i);
+
+                if (strcmp(edfd_group_path(g), path) != 0)
+                        continue;
+                if (!edfd_group_dynamic(g)) {
+                        err("group %s is not the one createRuntime makes for this container (it comes from edfd's "
+                            "configuration): not removed", path);
+                        r = -1;
+                } else
+                        r = 1;
+                break;
+        }
+        edfd_snapshot_free(s);
+        return r;
 }
 
 static int open_edfd(edfd **ret) {
@@ -273,7 +361,7 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
                 goto out;
         ssize_t n = read_file(spec_path, OCI_STATE_MAX, &spec);
         if (n < 0) {
-                err("cannot read %s: %s", spec_path, n == -EFBIG ? "larger than 1 MiB" : strerror((int) -n));
+                err("cannot read %s: %s", spec_path, read_error(n));
                 goto out;
         }
         r = oci_spec_check(spec, (size_t) n, &why);
@@ -301,12 +389,16 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
         if (open_edfd(&e) < 0)
                 goto out;
         if (!rootless) {
-                r = edfd_group_create(e, path, q.runtime, q.period);
+                /* Open to root only, not to its parent's users: (anyone, as docs/containers.md
+                 * configures containers): the name is public, and whoever got in before the
+                 * container's program starts would take its booked bandwidth. The hook, as root,
+                 * admits the container's process; nobody else may. */
+                r = edfd_group_create_with_users(e, path, q.runtime, q.period, container_users);
                 if (r == -EEXIST) {
                         /* Left by a container of the same id whose poststop never ran (a crash): clean it. */
                         if (clean_group(e, path) < 0)
                                 goto out;
-                        r = edfd_group_create(e, path, q.runtime, q.period);
+                        r = edfd_group_create_with_users(e, path, q.runtime, q.period, container_users);
                 }
                 if (r < 0) {
                         err("edfd refused: %s", edfd_error_message(e));
@@ -361,14 +453,20 @@ static int stage_poststop(const char *config_path, const char *state, size_t len
                 ret = 0; /* rootless: no group of its own, and edfd released the threads as they exited */
                 goto out;
         }
-        group = q.group;
-        if (!group) {
-                if (load_config(config_path, &c) < 0)
-                        goto out;
-                group = c.default_group;
-        }
+        /* The annotations are whoever created the container's: what poststop removes is derived from
+         * them only as createRuntime would have, a group the configuration opens to containers and
+         * the container's own id below it, and only when edfd shows the group createRuntime makes
+         * (made_by_create). An annotation that names anything else removes nothing. */
+        if (load_config(config_path, &c) < 0)
+                goto out;
+        group = q.group ? q.group : c.default_group;
         if (!group) {
                 ret = 0; /* creation was refused for want of a group: nothing was made */
+                goto out;
+        }
+        if (!hook_config_group(&c, group)) {
+                err("group %s is not open to containers (the hook's configuration): createRuntime made nothing "
+                    "there, nothing is removed", group);
                 goto out;
         }
         r = hook_container_group(group, q.id, &path, &why);
@@ -378,7 +476,10 @@ static int stage_poststop(const char *config_path, const char *state, size_t len
         }
         if (open_edfd(&e) < 0)
                 goto out;
-        if (clean_group(e, path) < 0)
+        r = made_by_create(e, path);
+        if (r < 0)
+                goto out;
+        if (r > 0 && clean_group(e, path) < 0)
                 goto out;
         ret = 0;
 out:
@@ -475,7 +576,7 @@ int main(int argc, char **argv) {
         n = read_all(STDIN_FILENO, OCI_STATE_MAX, &state);
         if (n < 0) {
                 err("cannot read the OCI state on standard input: %s",
-                    n == -EFBIG ? "larger than 1 MiB" : strerror((int) -n));
+                    read_error(n));
                 return 1;
         }
         if (strcmp(stage, "createRuntime") == 0)

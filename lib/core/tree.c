@@ -479,6 +479,7 @@ int group_create(Tree *t, const char *path, const GroupSpec *spec, Group **ret, 
                 g->users = strv_copy(spec->users);
                 if (!g->users)
                         return group_free(g), -ENOMEM;
+                g->own_users = true;
         } else if (parent->users) {
                 g->users = strv_copy(parent->users);
                 if (!g->users)

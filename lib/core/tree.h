@@ -171,6 +171,7 @@ struct Group {
         uint64_t min_split_runtime;  /* effective */
         bool reclaim;                /* effective: every admission into the group gets the RECLAIM flag */
         char **users;                /* effective, NULL-terminated; NULL: anyone */
+        bool own_users;              /* users came with the group (GroupSpec.users), not from its parent */
         char *cgroup;                /* relative cgroup directory or NULL */
         bool dynamic;
         bool overridden;             /* a configured group whose bandwidth was changed at run time */

@@ -158,6 +158,10 @@ int edfd_job_done(void);
 /* Create group path (its parent must exist) with runtime per period. Returns 0 or negative errno
  * (-EEXIST, -ENOENT for a missing parent, -ENOSPC when the parent has not that much free). */
 int edfd_group_create(edfd *e, const char *path, uint64_t runtime, uint64_t period);
+/* The same, the group open only to users (NULL-terminated user names; { NULL }: root only) instead
+ * of its parent's users: list (LIBEDFD_0.1). */
+int edfd_group_create_with_users(edfd *e, const char *path, uint64_t runtime, uint64_t period,
+                                 const char *const *users);
 /* Resize group path. Returns 0 or negative errno (-ENOSPC when its children need more). */
 int edfd_group_set(edfd *e, const char *path, uint64_t runtime, uint64_t period);
 /* Remove group path, which must be empty. Returns 0 or negative errno (-ENOTEMPTY). */

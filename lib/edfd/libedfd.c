@@ -604,6 +604,34 @@ int edfd_group_create(edfd *e, const char *path, uint64_t runtime, uint64_t peri
         return group_call(e, "CreateGroup", path, true, runtime, period);
 }
 
+int edfd_group_create_with_users(edfd *e, const char *path, uint64_t runtime, uint64_t period,
+                                 const char *const *users) {
+        sd_bus_message *call = NULL;
+        int r = edfd_begin(e);
+
+        if (r < 0)
+                return r;
+        if (!path || !*path)
+                return edfd_fail(e, -EINVAL, "CreateGroupWithUsers: no group path (%s)", path ? "empty" : "NULL");
+        if (!users)
+                return edfd_fail(e, -EINVAL, "CreateGroupWithUsers: no users list (NULL; { NULL } is root only)");
+        r = edfd_call_new(e, "CreateGroupWithUsers", &call);
+        if (r < 0)
+                return r;
+        r = sd_bus_message_append(call, "stt", path, runtime, period);
+        if (r >= 0)
+                r = sd_bus_message_append_strv(call, (char **) users);
+        if (r < 0) {
+                sd_bus_message_unref(call);
+                if (r == -EINVAL)
+                        return edfd_fail(e, r, "cannot make the CreateGroupWithUsers call: a string is not valid UTF-8");
+                return edfd_fail(e, r, "cannot make the CreateGroupWithUsers call: %s", strerror(-r));
+        }
+        r = edfd_call_send(e, call, "CreateGroupWithUsers", false, NULL);
+        sd_bus_message_unref(call);
+        return r;
+}
+
 int edfd_group_set(edfd *e, const char *path, uint64_t runtime, uint64_t period) {
         return group_call(e, "SetGroup", path, true, runtime, period);
 }

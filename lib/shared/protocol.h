@@ -41,6 +41,7 @@
  *       note: why placement is refused here ("" when nothing is); each partition: name, cpu,
  *       capacity, allocated, reservations, extra (a{sv}, none today)
  *   CreateGroup(s path, t runtime, t period)
+ *   CreateGroupWithUsers(s path, t runtime, t period, as users)   (users: the group's own; [] root only)
  *   SetGroup(s path, t runtime, t period)
  *   RemoveGroup(s path)
  *   Reload()

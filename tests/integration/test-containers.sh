@@ -283,6 +283,39 @@ P rm -f -t 0 c6 >/dev/null 2>&1
 [ "$(group_state "containers/$id6")" = absent ] && ok "rm of a container never started removes its group" ||
         not_ok "rm of a container never started removes its group" "$(group_state "containers/$id6")"
 
+# Created and not started, its group's name public (ListGroups): nobody cannot take the booked
+# bandwidth (the group is open to root only, not to containers' anyone), and the container's own
+# program is admitted when it starts, however long after the creation.
+nobody_edfctl=$(runnable_by_nobody "$edfctl" "$tmp/nobody")
+run P create --name c7 --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+        --annotation org.edfd.runtime=2ms --annotation org.edfd.period=10ms --rootfs "$tmp/rootfs" sleep 30
+id7=$(id_of c7)
+run P init c7 # createRuntime: the group made, the process parked until podman start
+setpriv --reuid=65534 --regid=65534 --clear-groups sleep 30 &
+squatter=$!
+squatting() { [ "$(stat -c %u "/proc/$squatter")" = 65534 ] && [ "$(cat "/proc/$squatter/comm")" = sleep ]; }
+wait_for 5 squatting
+run setpriv --reuid=65534 --regid=65534 --clear-groups "$nobody_edfctl" admit -g "containers/$id7" -T 2ms -P 10ms -p "$squatter"
+if [ "$rc" != 0 ] && grep -q "group containers/$id7 does not allow uid 65534" <<<"$err" &&
+   [ -z "$(reservations_of "containers/$id7")" ] && [ "$(group_state "containers/$id7")" != absent ]; then
+        ok "created, not started: nobody's admission into containers/ID is refused, the bandwidth stays booked"
+else
+        not_ok "created, not started: nobody's admission into containers/ID is refused, the bandwidth stays booked" \
+                "rc $rc" "$out" "$err" "$(reservations_of "containers/$id7")"
+fi
+kill "$squatter" 2>/dev/null; wait "$squatter" 2>/dev/null
+run P start c7
+pid7=$(pid_of c7)
+[ "${pid7:-0}" -gt 0 ] || pid7=none
+if [ "$rc" = 0 ] && wait_for 5 n_reservations 1 "containers/$id7" &&
+   [ "$(reservations_of "containers/$id7")" = "$pid7 $pid7 2000000 10000000 10000000" ]; then
+        ok "podman start later: the container's own program is admitted into containers/ID"
+else
+        not_ok "podman start later: the container's own program is admitted into containers/ID" "rc $rc" "$err" \
+                "$(reservations_of "containers/$id7")" "$(tail -3 "$tmp/edfd.log")"
+fi
+P rm -f -t 0 c7 >/dev/null 2>&1
+
 # ---- stop and rm give the bandwidth back; kill -9 too ----
 
 run P stop -t 1 c1

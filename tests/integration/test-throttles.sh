@@ -9,7 +9,9 @@
 # `edfctl status --json` grows, and `edfctl monitor` shows it growing, at most once a second. A
 # well-budgeted thread (200 us of work each 10 ms on 2 ms) and one that ends its jobs with
 # sched_yield() (libedfd's edfd_job_done(), examples/periodic.c) show none. A thread that exits
-# leaves no entry in the BPF map (checked with bpftool where it is installed). With the counter off
+# leaves no entry in the BPF map (checked with bpftool where it is installed). The program is
+# attached once, at edfd's start, and switched on and off by its flag (read with bpftool) as threads
+# are counted; after the attach edfd holds neither CAP_BPF nor CAP_PERFMON. With the counter off
 # (--no-throttle-count), or refused for real (edfd without CAP_BPF), the status says so with the
 # reason and has no counts. Without root,
 # dbus-daemon, or a kernel that loads the program, the tests that need them are skipped with the
@@ -119,9 +121,43 @@ map_entries() {
         bpftool -j map dump id "$id" 2>/dev/null | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))'
 }
 
-# Whether edfd has a BPF link (the program attached to sched_switch): yes while it counts a thread.
+# Whether edfd has a BPF link (the program attached to sched_switch): from its start, for its life.
 attached() {
         grep -qs '^link_id:' /proc/"$edfd_pid"/fdinfo/*
+}
+
+# The program's flag, `counting` in the counter's .bss map (edfd's map named throttle.bss), read
+# with bpftool: 1 while edfd counts a thread, else 0; nothing when it cannot be read.
+counting_flag() {
+        local f id
+        command -v bpftool >/dev/null || return 1
+        for f in /proc/"$edfd_pid"/fdinfo/*; do
+                id=$(awk '/^map_id:/ { print $2 }' "$f" 2>/dev/null)
+                [ -n "$id" ] || continue
+                bpftool -j map show id "$id" 2>/dev/null | grep -q '"name":"throttle.bss"' || continue
+                bpftool -j map dump id "$id" 2>/dev/null |
+                        python3 -c 'import json,sys; print(int(json.load(sys.stdin)[0]["value"][0], 16))'
+                return
+        done
+        return 1
+}
+# flag_check NAME WANT: the flag is WANT (0 or 1), or a skip where bpftool cannot read it.
+flag_check() {
+        local got
+        got=$(counting_flag)
+        if [ -z "$got" ]; then skip "$1" "needs bpftool to read the program's flag"
+        elif [ "$got" = "$2" ]; then ok "$1"
+        else not_ok "$1" "the flag is $got"; fi
+}
+
+# Capability bit N (38 CAP_PERFMON, 39 CAP_BPF) in set SET (CapEff, CapPrm, CapBnd) of process PID.
+has_cap() { # PID SET N
+        python3 -c 'import sys
+for l in open("/proc/%s/status" % sys.argv[1]):
+    k, v = l.split(":", 1)
+    if k == sys.argv[2]:
+        sys.exit(0 if int(v, 16) >> int(sys.argv[3]) & 1 else 1)
+sys.exit(2)' "$@"
 }
 
 why_not=
@@ -189,7 +225,22 @@ counting_tests() {
         ok "ThrottleCounting is \"on\""
         check "edfd logged once that it counts" test "$(grep -c "Counting throttles of managed threads" "$tmp/edfd.log")" = 1
         check "status says throttles are counted" sh -c "'$edfctl' status | grep -q '^   Throttles: counted per reservation (shown under those throttled)$'"
-        if attached; then not_ok "no reservation: the program is not attached (costs no context switch)"; else ok "no reservation: the program is not attached (costs no context switch)"; fi
+        # Attached once, at the start: CAP_BPF and CAP_PERFMON are gone after it (this test's own
+        # sets have them, so edfd started with them).
+        if has_cap $$ CapBnd 39 && has_cap $$ CapEff 39 && has_cap $$ CapEff 38; then
+                local set lacks=
+                for set in CapEff CapPrm CapBnd; do
+                        has_cap "$edfd_pid" "$set" 39 && lacks="$lacks $set:CAP_BPF"
+                        has_cap "$edfd_pid" "$set" 38 && lacks="$lacks $set:CAP_PERFMON"
+                done
+                check "after its start edfd holds neither CAP_BPF nor CAP_PERFMON (CapEff, CapPrm, CapBnd)${lacks:+; still:$lacks}" \
+                        test -z "$lacks"
+                check "and no exec can give them back (NoNewPrivs)" grep -q '^NoNewPrivs:.1$' "/proc/$edfd_pid/status"
+        else
+                skip "after its start edfd holds neither CAP_BPF nor CAP_PERFMON" "this test itself lacks them"
+        fi
+        check "no reservation: the program is attached (once, at the start)" attached
+        flag_check "no reservation: its flag is off (a context switch costs one load and compare)" 0
 
         # The overrun: a thread that never stops, on 1 ms each 10 ms.
         start "$edfctl" admit -T 1ms -P 10ms -- sh -c 'while :; do :; done'
@@ -199,7 +250,7 @@ counting_tests() {
                 return
         fi
         ok "a spinning thread is admitted at 1ms/10ms"
-        check "with a reservation the program is attached" attached
+        flag_check "with a reservation the program's flag is on" 1
         sleep 1.5
         t1=$(throttles_of "$tid")
         check "spinning: status --json counts its throttles (1.5 s: $t1)" test "$t1" != none -a "$t1" -ge 5
@@ -228,12 +279,28 @@ print(v); sys.exit(0 if len(v) >= 2 and v == sorted(v) and v[-1] > v[0] else 1)'
         stop
         wait_for sh -c "! '$edfctl' list --json | grep -q '\"tid\": $tid'"
         after=$(map_entries)
-        if attached; then not_ok "the last counted thread gone: the program is detached"; else ok "the last counted thread gone: the program is detached"; fi
+        check "the last counted thread gone: the program stays attached" attached
+        flag_check "the last counted thread gone: its flag is off" 0
         if [ -z "$before" ] || ! command -v bpftool >/dev/null; then
                 skip "an exited thread leaves no entry in the BPF map" "needs bpftool to read the map"
         else
                 check "an exited thread leaves no entry in the BPF map ($before, then $after)" test "$after" -eq $((before - 1))
         fi
+
+        # Switched on again, without CAP_BPF: another overrun is counted, and off again after it.
+        start "$edfctl" admit -T 1ms -P 10ms -- sh -c 'while :; do :; done'
+        if wait_for is_deadline "$tid"; then
+                flag_check "counting switched on again: the flag is on" 1
+                sleep 1.5
+                t1=$(throttles_of "$tid")
+                check "counting switched on again: the new overrun's throttles are counted (1.5 s: $t1)" \
+                        test "$t1" != none -a "$t1" -ge 5
+        else
+                not_ok "counting switched on again: a spinning thread is admitted" "$(cat "$tmp/bg.out")"
+        fi
+        stop
+        wait_for sh -c "! '$edfctl' list --json | grep -q '\"tid\": $tid'"
+        flag_check "and off again when it is gone" 0
 
         # Well budgeted: 200 us of work each 10 ms on 2 ms. Not a hard 0: this virtual machine
         # throttles a well-budgeted job now and then (docs/design.md, its floor); one in 300 jobs
