@@ -186,6 +186,7 @@ static unsigned long long cpu_ticks(pid_t pid) {
 }
 
 static const char LIMITS_YAML[] =
+        "reclaim: off\n" /* the flags are checked exactly */
         "capacity: auto\n"
         "default-group: open\n"
         "limits:\n"
@@ -278,6 +279,7 @@ Test(hostile_startup, watches_count_against_the_callers_limits) {
 }
 
 static const char UNLIMITED_YAML[] =
+        "reclaim: off\n" /* the flags are checked exactly */
         "capacity: auto\n"
         "default-group: open\n"
         "limits:\n"
@@ -364,6 +366,7 @@ Test(hostile_startup, root_finds_room_after_nobody_filled_its_share_and_edfd_sta
 }
 
 static const char TIMEOUT_YAML[] =
+        "reclaim: off\n" /* the flags are checked exactly */
         "capacity: auto\n"
         "default-group: open\n"
         "exec-timeout: 300ms\n"
