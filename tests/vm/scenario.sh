@@ -1061,13 +1061,16 @@ else
         fi
         kill $mbp 2>/dev/null
         wait_until 50 mb_dead $mbp
-        # Its cgroup made to refuse it (a controller enabled in its subtree_control, as its user may
-        # in a delegated cgroup), and so every ancestor below the root: it stays in edfd's cgroups.
+        # Its cgroup made to refuse it (a domain controller enabled in its subtree_control, as its
+        # user may in a delegated cgroup: the no-internal-processes rule), and so every ancestor
+        # below the root: it stays in edfd's cgroups. memory, not pids: pids is a threaded
+        # controller, which that rule does not cover, and the first run of this check saw the
+        # process taken back into c.
         mb_spawn /edfd-vm-mb2/c
         jmark
         outa=$(edfctl admit -g rt -T 1ms -P 100ms -p $mbp 2>&1)
         inside=$(cgroup_of $mbp)
-        sc=$( (echo +pids >$mbroot/edfd-vm-mb2/cgroup.subtree_control && echo +pids >$mbroot/edfd-vm-mb2/c/cgroup.subtree_control) 2>&1; echo "exit $?")
+        sc=$( (echo +memory >$mbroot/edfd-vm-mb2/cgroup.subtree_control && echo +memory >$mbroot/edfd-vm-mb2/c/cgroup.subtree_control) 2>&1; echo "exit $?")
         outr=$(edfctl release -p $mbp 2>&1)
         now=$(cgroup_of $mbp)
         if [[ $inside == /edfd-partitions* ]] && [[ $now == /edfd-partitions* ]] && [ "$sc" = "exit 0" ] && is_other $mbp &&
@@ -1080,7 +1083,8 @@ else
         fi
         kill $mbp 2>/dev/null
         wait_until 50 mb_dead $mbp
-        echo -pids >$mbroot/edfd-vm-mb2/c/cgroup.subtree_control 2>/dev/null
+        echo -memory >$mbroot/edfd-vm-mb2/c/cgroup.subtree_control 2>/dev/null
+        echo -memory >$mbroot/edfd-vm-mb2/cgroup.subtree_control 2>/dev/null
         rmdir $mbroot/edfd-vm-mb2/c $mbroot/edfd-vm-mb2 $mbroot/edfd-vm-mb 2>/dev/null
 
         # --- restart and kill -9 keep every placement ---
