@@ -33,6 +33,7 @@
 
 #include "basic/macro.h"
 #include "basic/proc.h"
+#include "agent.h"
 #include "harness.h"
 #include "shared/protocol.h"
 
@@ -2144,4 +2145,28 @@ void harness_fini(void) {
                 fprintf(stderr, "harness: the test ended early; edfd's log follows\n");
                 harness_free(harness_current);
         }
+}
+
+pid_t harness_nobody_sleeper(void) {
+        pid_t parent = getpid(), pid = fork();
+
+        cr_assert_geq(pid, 0);
+        if (pid == 0) {
+                (void) close_range(3, ~0U, 0);
+                if (agent_drop_to(AGENT_NOBODY) < 0)
+                        _exit(112);
+                agent_die_with_parent(parent);
+                for (;;)
+                        pause();
+        }
+        for (unsigned i = 0; i < 2000; i++) {
+                char path[32];
+                struct stat st;
+                snprintf(path, sizeof path, "/proc/%d", (int) pid);
+                if (stat(path, &st) == 0 && st.st_uid == (uid_t) AGENT_NOBODY)
+                        return pid;
+                harness_usleep(1000);
+        }
+        cr_assert_fail("process %d never became uid %d", (int) pid, AGENT_NOBODY);
+        return -1;
 }

@@ -352,3 +352,6 @@ uint64_t harness_period_max(void);
 
 /* Sleep for usec microseconds (for bounded polling only, never for correctness). */
 void harness_usleep(uint64_t usec);
+/* A child of the test that becomes uid nobody (65534) and sleeps until killed, or dies with the
+ * test; returns once /proc shows it as nobody's (asserts otherwise). The caller kills and reaps it. */
+pid_t harness_nobody_sleeper(void);

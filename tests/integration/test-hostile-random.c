@@ -1657,31 +1657,6 @@ Test(hostile_random, nobody_calls_every_method) {
         harness_stop(h);
 }
 
-/* A sleeping process of uid 65534 that dies with the test. */
-static pid_t nobody_sleeper(void) {
-        pid_t parent = getpid(), pid = fork();
-
-        cr_assert_geq(pid, 0);
-        if (pid == 0) {
-                (void) close_range(3, ~0U, 0);
-                if (agent_drop_to(NOBODY) < 0)
-                        _exit(112);
-                agent_die_with_parent(parent);
-                for (;;)
-                        pause();
-        }
-        for (unsigned i = 0; i < 2000; i++) {
-                char path[32];
-                struct stat st;
-                snprintf(path, sizeof path, "/proc/%d", (int) pid);
-                if (stat(path, &st) == 0 && st.st_uid == (uid_t) NOBODY)
-                        return pid;
-                harness_usleep(1000);
-        }
-        cr_assert_fail("process %d never became uid %d", (int) pid, NOBODY);
-        return -1;
-}
-
 /* The smallest form of what the random run found: nobody, whose limit is 4 reservations, asks to be
  * admitted at the start of 5 of its processes (none of which ever execs). A watch is an admission
  * waiting to happen: the 5th must be refused as over nobody's limit, and no more than 4 may wait. */
@@ -1699,7 +1674,7 @@ Test(hostile_random, watches_held_to_the_callers_limit) {
         cr_assert_eq(r, 0, "edfd did not start: %s", strerror(-r));
         a = agent_start(h);
         for (size_t i = 0; i < ELEMENTSOF(sleepers); i++)
-                sleepers[i] = nobody_sleeper();
+                sleepers[i] = harness_nobody_sleeper();
         for (size_t i = 0; i < ELEMENTSOF(sleepers); i++) {
                 AgentReply rep = agent_call(a, "AdmitAtStart", "usttttt", (uint64_t) sleepers[i], "open", 100 * US,
                                             UINT64_C(0), P100, UINT64_C(0), 1000 * MS);

@@ -73,31 +73,6 @@ static void assert_answers(Harness *h, const char *after_what) {
                   "edfd does not answer Echo after %s: %s", after_what, e.message ? e.message : strerror(-r));
 }
 
-/* A sleeping process of uid 65534. */
-static pid_t nobody_sleeper(void) {
-        pid_t parent = getpid(), pid = fork();
-
-        cr_assert_geq(pid, 0);
-        if (pid == 0) {
-                (void) close_range(3, ~0U, 0);
-                if (agent_drop_to(NOBODY) < 0)
-                        _exit(112);
-                agent_die_with_parent(parent);
-                for (;;)
-                        pause();
-        }
-        for (unsigned i = 0; i < 2000; i++) {
-                char path[32];
-                struct stat st;
-                snprintf(path, sizeof path, "/proc/%d", (int) pid);
-                if (stat(path, &st) == 0 && st.st_uid == (uid_t) NOBODY)
-                        return pid;
-                harness_usleep(1000);
-        }
-        cr_assert_fail("process %d never became uid %d", (int) pid, NOBODY);
-        return -1;
-}
-
 static void sleeper_kill(pid_t pid) {
         kill(pid, SIGKILL);
         (void) waitpid(pid, NULL, 0);
@@ -376,7 +351,7 @@ Test(hostile, admit_values_unprivileged) {
         make_long_strings();
         cr_assert_eq(harness_spawn_child(h, 2, false, &c), 0);
         cr_assert_eq(harness_spawn_child(h, 1, false, &o), 0);
-        nobody = nobody_sleeper();
+        nobody = harness_nobody_sleeper();
         a = agent_start(h);
         run_admit_cases(h, a, c, o, nobody);
         harness_assert_no_reservations(h, "hostile admissions by nobody");
@@ -1369,7 +1344,7 @@ Test(hostile, randomized, .timeout = 300) {
         for (size_t k = 0; k < ELEMENTSOF(f->root_kids); k++)
                 cr_assert_eq(harness_spawn_child(h, 2, false, &f->root_kids[k]), 0);
         for (size_t k = 0; k < ELEMENTSOF(f->nobody_kids); k++)
-                f->nobody_kids[k] = nobody_sleeper();
+                f->nobody_kids[k] = harness_nobody_sleeper();
         f->kthread = idle_kernel_thread();
         f->dead = harness_dead_pid();
         f->a = agent_start(h);
