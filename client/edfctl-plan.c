@@ -133,7 +133,7 @@ static int plan_table_header(Table *t) {
 static int print_text(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *loads, const PlanSetup *s) {
         _cleanup_(table_freep) Table *t = table_new(9), *c = table_new(5);
         char a[DURATION_MAX], b[DURATION_MAX], d[DURATION_MAX], g[DURATION_MAX];
-        size_t placed = 0, split = 0, refused = 0;
+        size_t placed = 0, split = 0, refused = 0, moves = 0;
         bool any_group = false;
         int r = 0;
 
@@ -182,6 +182,14 @@ static int print_text(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *
                 }
         }
         for (size_t i = 0; i < f->n; i++)
+                if (e[i].outcome == PLAN_PLACED && e[i].room) {
+                        if (moves++ == 0)
+                                putchar('\n');
+                        printf("%s: placed on cpu%u after moving %s from cpu%u to cpu%u (no CPU took it whole; "
+                               "edfd moves it while it sleeps)\n", tty(f->tasks[i].name), e[i].cpu,
+                               tty(f->tasks[e[i].room_task].name), e[i].room_from, e[i].room_to);
+                }
+        for (size_t i = 0; i < f->n; i++)
                 if (e[i].outcome == PLAN_REFUSED) {
                         if (refused++ == 0)
                                 putchar('\n');
@@ -229,8 +237,8 @@ static json_object *json_params(const DlParams *p, unsigned cpu, uint64_t offset
         return o;
 }
 
-static int json_task(const PlanTask *k, const PlanEntry *e, json_object **ret) {
-        json_object *o = json_object_new_object(), *stages = NULL;
+static int json_task(const PlanTask *k, const PlanEntry *e, const PlanTask *moved, json_object **ret) {
+        json_object *o = json_object_new_object(), *stages = NULL, *room = NULL;
         uint64_t bw = 0;
         int r = 0;
 
@@ -249,9 +257,19 @@ static int json_task(const PlanTask *k, const PlanEntry *e, json_object **ret) {
                 JSON_ADD(o, "reason", json_text(e->reason), r);
         } else {
                 JSON_ADD(o, "test", json_object_new_string(edf_test_to_string(e->verdict.test)), r);
-                if (e->outcome == PLAN_PLACED)
+                if (e->outcome == PLAN_PLACED) {
                         JSON_ADD(o, "cpu", json_object_new_uint64(e->cpu), r);
-                else {
+                        JSON_ADD(o, "moved", json_object_new_boolean(e->moved), r);
+                }
+                if (e->outcome == PLAN_PLACED && e->room && moved) {
+                        room = json_object_new_object();
+                        if (!room)
+                                r = r ?: -ENOMEM;
+                        JSON_ADD(room, "task", json_text(moved->name), r);
+                        JSON_ADD(room, "from", json_object_new_uint64(e->room_from), r);
+                        JSON_ADD(room, "to", json_object_new_uint64(e->room_to), r);
+                        JSON_ADD(o, "room", room, r);
+                } else if (e->outcome != PLAN_PLACED) {
                         stages = json_object_new_array();
                         if (!stages || json_object_array_add(stages, json_params(&e->stage1, e->cpu, 0)) < 0 ||
                             json_object_array_add(stages, json_params(&e->stage2, e->cpu_b, e->stage1.runtime)) < 0)
@@ -292,7 +310,7 @@ static int print_json(const PlanFile *f, const PlanEntry *e, const PlanCpuLoad *
         JSON_ADD(o, "fair_server", server, r);
         for (size_t i = 0; r == 0 && i < f->n; i++) {
                 json_object *t;
-                r = json_task(&f->tasks[i], &e[i], &t);
+                r = json_task(&f->tasks[i], &e[i], e[i].room ? &f->tasks[e[i].room_task] : NULL, &t);
                 if (r == 0 && json_object_array_add(tasks, t) < 0) {
                         json_object_put(t);
                         r = -ENOMEM;
@@ -328,7 +346,7 @@ static const char *live_result(const edfd_plan *p, size_t i) {
 static int print_live_text(const PlanFile *f, const edfd_plan *p) {
         _cleanup_(table_freep) Table *t = table_new(9);
         char a[DURATION_MAX], b[DURATION_MAX], d[DURATION_MAX], g[DURATION_MAX];
-        size_t admitted = 0, split = 0, refused = 0;
+        size_t admitted = 0, split = 0, refused = 0, moves = 0;
         int r;
 
         if (!t)
@@ -368,8 +386,15 @@ static int print_live_text(const PlanFile *f, const edfd_plan *p) {
                                "after each release\n", tty(f->tasks[i].name), duration_format(r1, a), duration_format(r1, b),
                                edfd_plan_cpu(p, i, 1), duration_format(edfd_plan_runtime(p, i, 2), d),
                                duration_format(dl > r1 ? dl - r1 : 0, g), edfd_plan_cpu(p, i, 2), duration_format(r1, e1));
-                } else if (res && strcmp(res, "placed") == 0)
+                } else if (res && strcmp(res, "placed") == 0) {
+                        const char *note = edfd_plan_reason(p, i);
                         admitted++;
+                        if (note && *note) { /* placed after a move for room */
+                                if (moves++ == 0)
+                                        putchar('\n');
+                                printf("%s: placed on cpu%d %s\n", tty(f->tasks[i].name), edfd_plan_cpu(p, i, 1), tty(note));
+                        }
+                }
         }
         for (size_t i = 0; i < f->n; i++) {
                 const char *res = edfd_plan_result(p, i);

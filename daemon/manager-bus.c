@@ -753,7 +753,7 @@ static int method_plan(sd_bus_message *msg, void *userdata, sd_bus_error *ret_er
                                           x->outcome == PLAN_SPLIT ? (uint32_t) x->cpu_b : UINT32_MAX,
                                           x->outcome == PLAN_SPLIT ? x->stage1.runtime : x->outcome == PLAN_PLACED ? tasks[i].params.runtime : 0,
                                           x->outcome == PLAN_SPLIT ? x->stage2.runtime : 0, out[i].test ?: "-",
-                                          x->outcome == PLAN_REFUSED ? x->reason : "");
+                                          x->outcome == PLAN_REFUSED || x->room ? x->reason : "");
         }
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);

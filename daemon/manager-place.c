@@ -37,6 +37,10 @@
 
 /* How long the room waits for a moved thread to run on its new CPU. */
 #define PLACE_RUN_WAIT_NSEC (200 * NSEC_PER_MSEC)
+/* Room by one move: how long a thread to be moved may take to fall asleep, and how many moves the
+ * kernel may refuse for one request before it is refused. */
+#define PLACE_ROOM_SLEEP_WAIT_NSEC (20 * NSEC_PER_MSEC)
+#define PLACE_ROOM_ATTEMPTS 4u
 
 static void set_unavailable(Manager *m, const char *fmt, ...) _printf_(2, 3);
 static void set_unavailable(Manager *m, const char *fmt, ...) {
@@ -242,15 +246,19 @@ const char *place_cpu_name(const Manager *m, uint32_t cpu) {
 
 /* The task sets of the partitions' CPUs, from the books: arrays owned by the caller (free each
  * tasks array, then cpus). */
-static int cpu_views(Manager *m, PlaceCpu **ret, DlParams ***ret_sets, size_t *ret_n) {
+/* Each valid partition's CPU with the reservations placed there. ret_res, when not NULL, receives
+ * for each CPU the reservations in the order of its tasks (freed with views_free()'s sets: one
+ * allocation per CPU holds both). */
+static int cpu_views_of(Manager *m, PlaceCpu **ret, DlParams ***ret_sets, Reservation ****ret_res, size_t *ret_n) {
         size_t n = m->place.n_cpus;
         PlaceCpu *cpus = calloc(n, sizeof(*cpus));
         DlParams **sets = calloc(n, sizeof(*sets));
+        Reservation ***res_of = ret_res ? calloc(n, sizeof(*res_of)) : NULL;
         size_t *alloc = calloc(n, sizeof(*alloc));
         EdfSupply supply;
         int r;
 
-        if (!cpus || !sets || !alloc) {
+        if (!cpus || !sets || !alloc || (ret_res && !res_of)) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -265,7 +273,7 @@ static int cpu_views(Manager *m, PlaceCpu **ret, DlParams ***ret_sets, size_t *r
                 if (!m->place.cpus[i].invalid)
                         cpus[k++] = cpus[i];
         n = k;
-        for (const Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res)) {
+        for (Reservation *res = reservation_next(m->tree, NULL); res; res = reservation_next(m->tree, res)) {
                 if (!res->partitioned)
                         continue;
                 for (size_t i = 0; i < n; i++) {
@@ -278,8 +286,19 @@ static int cpu_views(Manager *m, PlaceCpu **ret, DlParams ***ret_sets, size_t *r
                                         r = -ENOMEM;
                                         goto fail;
                                 }
-                                sets[i] = t, alloc[i] = a;
+                                sets[i] = t;
+                                if (res_of) {
+                                        Reservation **q = reallocarray(res_of[i], a, sizeof(*q));
+                                        if (!q) {
+                                                r = -ENOMEM;
+                                                goto fail;
+                                        }
+                                        res_of[i] = q;
+                                }
+                                alloc[i] = a;
                         }
+                        if (res_of)
+                                res_of[i][cpus[i].n_tasks] = res;
                         sets[i][cpus[i].n_tasks++] = res->params;
                         cpus[i].tasks = sets[i];
                         break;
@@ -288,15 +307,25 @@ static int cpu_views(Manager *m, PlaceCpu **ret, DlParams ***ret_sets, size_t *r
         free(alloc);
         *ret = cpus;
         *ret_sets = sets;
+        if (ret_res)
+                *ret_res = res_of;
         *ret_n = n;
         return 0;
 fail:
-        for (size_t i = 0; sets && i < n; i++)
+        for (size_t i = 0; sets && i < m->place.n_cpus; i++) {
                 free(sets[i]);
+                if (res_of)
+                        free(res_of[i]);
+        }
         free(sets);
+        free(res_of);
         free(cpus);
         free(alloc);
         return r;
+}
+
+static int cpu_views(Manager *m, PlaceCpu **ret, DlParams ***ret_sets, size_t *ret_n) {
+        return cpu_views_of(m, ret, ret_sets, NULL, ret_n);
 }
 
 static void views_free(const Manager *m, PlaceCpu *cpus, DlParams **sets) {
@@ -313,12 +342,118 @@ static int refuse_unavailable(Manager *m, const Group *g, OpError *e) {
         return -1;
 }
 
+/* --- room by one move (core/placement.h, place_make_room()) --- */
+
+static uint64_t mono_ns(void);
+
+/* Wait until thread tid sleeps, at most PLACE_ROOM_SLEEP_WAIT_NSEC: moved while it sleeps, it wakes on
+ * its new CPU under the kernel's wake-up rule (a deadline too close for its runtime left starts a new
+ * period there), so it arrives as the sporadic task the new CPU's test counted. A job moved while it
+ * runs would carry its deadline and runtime left across, which no test on the new CPU counted. */
+static bool wait_asleep(uint32_t pid, uint32_t tid) {
+        uint64_t until = mono_ns() + PLACE_ROOM_SLEEP_WAIT_NSEC;
+        ProcStat st;
+
+        for (;;) {
+                if (proc_read_stat((pid_t) pid, (pid_t) tid, PROC_STAT_STATE, &st) < 0)
+                        return false;
+                if (st.state == 'S' || st.state == 'D')
+                        return true;
+                if (mono_ns() >= until)
+                        return false;
+                (void) nanosleep(&(struct timespec) { .tv_nsec = 200000 }, NULL);
+        }
+}
+
+/* A reservation edfd may move for room: a partitioned thread of a real process (a dry run's
+ * reservations have ids above 2^31 and no thread). */
+static bool room_movable(const Reservation *res) {
+        return res->tid > 0 && res->tid <= INT32_MAX;
+}
+
+/* Where no CPU takes p whole: move one placed reservation to another CPU where the exact test passes
+ * with it, when p then passes on the CPU it left. The move is the kernel's cpuset move of a deadline
+ * thread (admitted by the kernel in the destination root domain, or refused: then the next
+ * candidate), made while the thread sleeps, journaled, logged and signalled (ReservationChanged,
+ * reason "room"). Returns 0 with *ret_cpu, the CPU p may take now; -ENOSPC when no move makes room;
+ * or an error. */
+static int make_room(Manager *m, const Group *g, const DlParams *p, uint32_t *ret_cpu) {
+        _cleanup_free_ bool *pins = NULL;
+        PlaceCpu *cpus = NULL;
+        DlParams **sets = NULL;
+        Reservation ***res = NULL;
+        size_t nv = 0, total = 0, tried = 0, refused = 0;
+        int r;
+
+        r = cpu_views_of(m, &cpus, &sets, &res, &nv);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < nv; i++)
+                total += cpus[i].n_tasks;
+        pins = calloc(total ? total : 1, sizeof(*pins));
+        if (!pins) {
+                r = -ENOMEM;
+                goto finish;
+        }
+        for (size_t i = 0, k = 0; i < nv; k += cpus[i].n_tasks, i++) {
+                for (size_t t = 0; t < cpus[i].n_tasks; t++)
+                        pins[k + t] = !room_movable(res[i][t]);
+                cpus[i].pinned = pins + k;
+        }
+        /* A candidate the kernel refuses (or that does not sleep in time) is pinned and the search
+         * runs again: at most PLACE_ROOM_ATTEMPTS moves are tried for one request. */
+        for (unsigned attempt = 0; attempt < PLACE_ROOM_ATTEMPTS; attempt++) {
+                PlaceMove mv;
+                size_t n_tries = 0;
+
+                r = place_make_room(cpus, nv, p, PLACE_FIT_BEST, 0, &mv, &n_tries);
+                tried += n_tries;
+                if (r < 0)
+                        break;
+                Reservation *x = res[mv.from][mv.task];
+                uint32_t from = cpus[mv.from].id, to = cpus[mv.to].id;
+                const char *name = place_cpu_name(m, to);
+
+                if (!wait_asleep(x->pid, x->tid))
+                        r = -EBUSY;
+                else
+                        r = name ? cpusets_move_thread(m->place.cpusets, name, (pid_t) x->tid) : -ENOENT;
+                if (r < 0) {
+                        log_info("Room for %s: reservation %" PRIu64 " (thread %" PRIu32 ") could not move from cpu%" PRIu32
+                                 " to cpu%" PRIu32 ": %s", g->path, x->id, x->tid, from, to,
+                                 r == -EBUSY ? "it did not sleep in time, or the kernel refused" : strerror(-r));
+                        ((bool *) cpus[mv.from].pinned)[mv.task] = true;
+                        refused++;
+                        continue;
+                }
+                x->cpu = to;
+                if (record(m, false, x) < 0)
+                        log_warning("Reservation %" PRIu64 " moved to cpu%" PRIu32 " but not recorded", x->id, to);
+                log_notice("Reservation %" PRIu64 " (thread %" PRIu32 ") moved from cpu%" PRIu32 " to cpu%" PRIu32
+                           " to make room for a request of %s that no CPU took whole (%zu candidates tried)",
+                           x->id, x->tid, from, to, g->path, tried);
+                manager_bus_emit_changed(m, x, "room");
+                *ret_cpu = from;
+                r = 0;
+                goto finish;
+        }
+        if (r == 0 || (r == -ENOSPC && refused > 0))
+                r = -ENOSPC;
+finish:
+        for (size_t i = 0; i < m->place.n_cpus && sets; i++)
+                free(res ? res[i] : NULL);
+        free(res);
+        views_free(m, cpus, sets);
+        return r;
+}
+
 int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *forced_cpu, bool *ret_partitioned,
                  uint32_t *ret_cpu, OpError *e) {
         _cleanup_free_ EdfVerdict *verdicts = NULL;
         PlaceCpu *cpus = NULL;
         DlParams **sets = NULL;
         size_t at, nv = 0;
+        uint32_t at_cpu = 0;
         int r;
 
         *ret_partitioned = false;
@@ -354,6 +489,25 @@ int place_decide(Manager *m, const Group *g, const DlParams *p, const uint32_t *
                 r = -ENOSPC;
         else
                 r = place_choose(cpus, nv, p, PLACE_FIT_BEST, &at, verdicts);
+        if (r == -ENOSPC && !forced_cpu && nv >= 2) {
+                char why[512];
+
+                place_format_refusal(cpus, nv, p, verdicts, why, sizeof why);
+                r = make_room(m, g, p, &at_cpu);
+                if (r == 0) {
+                        views_free(m, cpus, sets);
+                        *ret_partitioned = true;
+                        *ret_cpu = at_cpu;
+                        return 0;
+                }
+                if (r == -ENOSPC)
+                        op_fail(e, OP_REFUSED, "%s: %s; nor does moving one reservation make room", g->path, why);
+                else
+                        op_errno(e, r, "placement");
+                e->refusal.outcome = ADMIT_OVER_BUDGET;
+                views_free(m, cpus, sets);
+                return -1;
+        }
         if (r == 0) {
                 *ret_partitioned = true;
                 *ret_cpu = cpus[at].id;
@@ -582,6 +736,62 @@ int manager_admit_split(Manager *m, const SplitRequest *req, SplitResult *ret, O
         return 0;
 }
 
+/* place_plan()'s move for room: make_room()'s search, with the move made in the books only and
+ * remembered for place_plan_undo(). */
+static int plan_room(Manager *m, const DlParams *p, EdfMeter *meter, PlanEntry *ret) {
+        PlaceCpu *cpus = NULL;
+        DlParams **sets = NULL;
+        Reservation ***res = NULL;
+        size_t nv = 0;
+        PlaceMove mv;
+        int r;
+
+        r = cpu_views_of(m, &cpus, &sets, &res, &nv);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < nv; i++)
+                cpus[i].meter = meter;
+        r = place_make_room(cpus, nv, p, PLACE_FIT_BEST, 0, &mv, NULL);
+        if (r == 0) {
+                Reservation *x = res[mv.from][mv.task];
+                struct PlaceUndo *u = reallocarray(m->place.plan_moves, m->place.n_plan_moves + 1, sizeof(*u));
+
+                if (!u)
+                        r = -ENOMEM;
+                else {
+                        m->place.plan_moves = u;
+                        u[m->place.n_plan_moves++] = (struct PlaceUndo) { .id = x->id, .cpu = x->cpu };
+                        x->cpu = cpus[mv.to].id;
+                        *ret = (PlanEntry) { .outcome = PLAN_PLACED, .cpu = cpus[mv.from].id, .verdict = mv.verdict_from,
+                                             .room = true, .room_task = (size_t) x->id, .room_from = cpus[mv.from].id,
+                                             .room_to = cpus[mv.to].id };
+                        if (x->tid >= PLAN_TID_BASE)
+                                snprintf(ret->reason, sizeof ret->reason, "after moving an earlier task of this plan from "
+                                         "cpu%u to cpu%u", ret->room_from, ret->room_to);
+                        else
+                                snprintf(ret->reason, sizeof ret->reason, "after moving reservation %" PRIu64 " (thread %"
+                                         PRIu32 ") from cpu%u to cpu%u", x->id, x->tid, ret->room_from, ret->room_to);
+                }
+        }
+        for (size_t i = 0; i < m->place.n_cpus && sets; i++)
+                free(res ? res[i] : NULL);
+        free(res);
+        views_free(m, cpus, sets);
+        return r;
+}
+
+void place_plan_undo(Manager *m) {
+        while (m->place.n_plan_moves > 0) {
+                struct PlaceUndo *u = &m->place.plan_moves[--m->place.n_plan_moves];
+                Reservation *x = tree_find_reservation(m->tree, u->id);
+
+                if (x)
+                        x->cpu = u->cpu;
+        }
+        free(m->place.plan_moves);
+        m->place.plan_moves = NULL;
+}
+
 int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, EdfMeter *meter, PlanEntry *ret,
                bool *ret_partitioned, OpError *e) {
         _cleanup_free_ EdfVerdict *verdicts = NULL;
@@ -631,15 +841,21 @@ int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, Ed
                         snprintf(why, sizeof why, "every partition is invalid (%s)", place_note(m));
                 else
                         place_format_refusal(cpus, nv, p, verdicts, why, sizeof why);
-                r = may_split && nv >= 2 ? place_split(cpus, nv, p, PLACE_FIT_BEST, g->min_split_runtime, &sp)
-                                         : -ENOSPC;
+                r = nv >= 2 ? plan_room(m, p, meter, ret) : -ENOSPC;
+                if (r == 0) {
+                        *ret_partitioned = true;
+                        views_free(m, cpus, sets);
+                        return 0;
+                }
+                if (r == -ENOSPC && may_split && nv >= 2)
+                        r = place_split(cpus, nv, p, PLACE_FIT_BEST, g->min_split_runtime, &sp);
                 if (r == 0) {
                         *ret = (PlanEntry) { .outcome = PLAN_SPLIT, .cpu = cpus[sp.index_a].id, .cpu_b = cpus[sp.index_b].id,
                                              .stage1 = sp.stage1, .stage2 = sp.stage2, .verdict = sp.verdict_b };
                         *ret_partitioned = true;
                 } else if (r != -EDQUOT && r != -ENOMEM) { /* the split's other failures are its refusal */
-                        snprintf(ret->reason, sizeof ret->reason, "%s: %s%s", g->path, why,
-                                 may_split ? "; nor do two CPUs take it split in two stages" : "");
+                        snprintf(ret->reason, sizeof ret->reason, "%s: %s; nor does moving one reservation make room%s",
+                                 g->path, why, may_split ? "; nor do two CPUs take it split in two stages" : "");
                         r = 0;
                 }
         }

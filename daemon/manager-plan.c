@@ -23,7 +23,6 @@
 #include "manager-plan.h"
 
 /* Above every real thread id (the kernel's pid_max is at most 2^22), below 2^32. */
-#define PLAN_TID_BASE 0x80000000u
 
 static void refuse(LivePlanEntry *out, const char *message) {
         out->entry.outcome = PLAN_REFUSED;
@@ -175,6 +174,7 @@ static int plan_tasks(Manager *m, const AdmissionCaller *ac, const PlanTask *tas
         }
 
         /* Out again, the last first, and the ids as they were: a plan leaves no trace. */
+        place_plan_undo(m);
         while (n_booked > 0)
                 reservation_release(m->tree, booked[--n_booked], NULL);
         m->tree->next_id = next_id;

@@ -10,6 +10,9 @@
 #include "core/plan.h"
 #include "manager.h"
 
+/* The thread ids a plan books its tasks under: no thread has one. */
+#define PLAN_TID_BASE 0x80000000u
+
 /* At most this many tasks per call: the bus caps what one caller may make edfd compute. */
 #define MANAGER_PLAN_TASKS_MAX 1024
 
@@ -58,3 +61,7 @@ int manager_plan(Manager *m, const Caller *c, const PlanTask *tasks, size_t n, L
  * 0, or -1 with *e for errors that are not refusals (e->err -EDQUOT: the meter ran out). */
 int place_plan(Manager *m, const Group *g, const DlParams *p, bool may_split, EdfMeter *meter, PlanEntry *ret,
                bool *ret_partitioned, OpError *e);
+/* Where no CPU takes it whole, place_plan() moves one booked reservation for room as Admit would
+ * (ret->room, ret->room_task its id, ret->reason the sentence), in the books only; this puts every
+ * such reservation back on its CPU, the last move first. */
+void place_plan_undo(Manager *m);

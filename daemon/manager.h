@@ -100,6 +100,8 @@ typedef struct PlaceRoom {
         sd_event_source *poll_timer; /* cpusets_poll(): a partition can turn invalid unannounced */
         uint64_t *repin_warned;    /* the reservations whose thread could not be pinned again, said once */
         size_t n_repin_warned;
+        struct PlaceUndo { uint64_t id; uint32_t cpu; } *plan_moves; /* a dry run's moves for room, undone */
+        size_t n_plan_moves;       /* ...by place_plan_undo() before the Plan returns */
 } PlaceRoom;
 
 /* manager-procs.c: the proc connector, the resync timer and what they counted (read by the bus

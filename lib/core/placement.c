@@ -2,6 +2,7 @@
 /* Partitioned placement and the C = D split (see placement.h). */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/placement.h"
@@ -208,6 +209,112 @@ int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceF
                 return r < 0 ? r : 0;
         }
         return -ENOSPC;
+}
+
+typedef struct RoomCandidate {
+        uint64_t bw;
+        size_t cpu, task;
+} RoomCandidate;
+
+static int candidate_cmp(const void *a, const void *b, void *userdata) {
+        const RoomCandidate *x = a, *y = b;
+        const PlaceCpu *cpus = userdata;
+
+        if (x->bw != y->bw)
+                return x->bw < y->bw ? -1 : 1;
+        if (cpus[x->cpu].id != cpus[y->cpu].id)
+                return cpus[x->cpu].id < cpus[y->cpu].id ? -1 : 1;
+        return x->task < y->task ? -1 : x->task > y->task;
+}
+
+int place_make_room(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceFit fit, size_t max_tries,
+                    PlaceMove *ret, size_t *ret_tries) {
+        _cleanup_free_ RoomCandidate *cand = NULL;
+        _cleanup_free_ DlParams *rest = NULL;
+        _cleanup_free_ PlaceCpu *others = NULL;
+        _cleanup_free_ size_t *back = NULL;
+        size_t n_cand = 0, most = 0, tries = 0;
+        int r;
+
+        if (ret_tries)
+                *ret_tries = 0;
+        if (n_cpus == 0 || !req_valid(req) || (unsigned) fit >= _PLACE_FIT_MAX)
+                return -EINVAL;
+        if (n_cpus < 2)
+                return -ENOSPC;
+        if (max_tries == 0)
+                max_tries = PLACE_ROOM_TRIES_DEFAULT;
+        for (size_t i = 0; i < n_cpus; i++) {
+                if (cpus[i].n_tasks > SIZE_MAX / sizeof(RoomCandidate) - n_cand)
+                        return -E2BIG;
+                n_cand += cpus[i].n_tasks;
+                most = MAX(most, cpus[i].n_tasks);
+        }
+        if (n_cand == 0)
+                return -ENOSPC;
+        cand = malloc(n_cand * sizeof(*cand));
+        rest = malloc(most * sizeof(*rest));
+        others = malloc((n_cpus - 1) * sizeof(*others));
+        back = malloc((n_cpus - 1) * sizeof(*back));
+        if (!cand || !rest || !others || !back)
+                return -ENOMEM;
+        n_cand = 0;
+        for (size_t i = 0; i < n_cpus; i++)
+                for (size_t t = 0; t < cpus[i].n_tasks; t++) {
+                        uint64_t bw;
+
+                        if (cpus[i].pinned && cpus[i].pinned[t])
+                                continue;
+                        if (bw_of(cpus[i].tasks[t].runtime, cpus[i].tasks[t].period, &bw) < 0)
+                                bw = UINT64_MAX;
+                        cand[n_cand++] = (RoomCandidate) { .bw = bw, .cpu = i, .task = t };
+                }
+        qsort_r(cand, n_cand, sizeof(*cand), candidate_cmp, (void *) cpus);
+
+        for (size_t k = 0; k < n_cand && tries < max_tries; k++) {
+                const PlaceCpu *x = &cpus[cand[k].cpu];
+                const DlParams *t = &x->tasks[cand[k].task];
+                EdfVerdict vx, vy;
+                size_t n_rest = 0, n_others = 0, at;
+
+                tries++;
+                for (size_t j = 0; j < x->n_tasks; j++)
+                        if (j != cand[k].task)
+                                rest[n_rest++] = x->tasks[j];
+                r = edf_check_metered(rest, n_rest, req, 1, &x->supply, x->meter, &vx);
+                if (r < 0)
+                        goto done;
+                if (!vx.schedulable)
+                        continue;
+                for (size_t i = 0; i < n_cpus; i++)
+                        if (i != cand[k].cpu) {
+                                back[n_others] = i;
+                                others[n_others++] = cpus[i];
+                        }
+                r = choose(others, n_others, t, fit, SIZE_MAX, &at, NULL);
+                if (r == -ENOSPC)
+                        continue;
+                if (r < 0)
+                        goto done;
+                r = edf_check_metered(others[at].tasks, others[at].n_tasks, t, 1, &others[at].supply, others[at].meter,
+                                      &vy);
+                if (r < 0)
+                        goto done;
+                *ret = (PlaceMove) {
+                        .from = cand[k].cpu,
+                        .task = cand[k].task,
+                        .to = back[at],
+                        .verdict_from = vx,
+                        .verdict_to = vy,
+                };
+                r = 0;
+                goto done;
+        }
+        r = -ENOSPC;
+done:
+        if (ret_tries)
+                *ret_tries = tries;
+        return r;
 }
 
 char *place_format_refusal(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, const EdfVerdict *verdicts,

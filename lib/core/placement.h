@@ -47,6 +47,8 @@ typedef struct PlaceCpu {
         size_t n_tasks;
         EdfMeter *meter;       /* the tests on it are charged here (edf_check_metered()); NULL: not
                                 * counted. The CPUs of one call usually share one. */
+        const bool *pinned;    /* n_tasks flags for place_make_room(): true, that task may not move;
+                                * NULL: every task may */
 } PlaceCpu;
 
 /* The bandwidth the CPU has left with `bw_total` placed on it (0 when over). */
@@ -77,6 +79,28 @@ typedef struct PlaceSplit {
  * min_stage left for another); -EINVAL, -E2BIG, -ERANGE, -EDQUOT as above. */
 int place_split(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceFit fit, uint64_t min_stage,
                 PlaceSplit *ret);
+
+/* Room by one move: where no CPU takes req whole, one reservation already placed may move to make
+ * room. Task t of CPU x moves to CPU y where the exact test passes with it, and req then passes on x
+ * without t: both CPUs pass after the move (and passed before), so no deadline of theirs is put at
+ * risk by the books; the caller moves t while it sleeps (the kernel's wake-up rule then makes it a
+ * sporadic task on y, which is what y's test assumed). Candidates (x, t) are tried in the order of
+ * t's bandwidth, smallest first (the least work moved), ties by CPU number and t's place in x's
+ * set; y is chosen by the fit among the other CPUs. Pinned tasks are not candidates. At most
+ * max_tries candidates are tried (0: PLACE_ROOM_TRIES_DEFAULT), so one refusal costs at most
+ * max_tries x n_cpus exact tests. Returns 0 with *ret; -ENOSPC when no single move makes room (or
+ * the tries ran out: *ret_tries says how many were tried); -EINVAL, -E2BIG, -ERANGE, -EDQUOT, -ENOMEM
+ * as place_choose(). */
+#define PLACE_ROOM_TRIES_DEFAULT 256u
+
+typedef struct PlaceMove {
+        size_t from, task, to;    /* cpus[from].tasks[task] moves to cpus[to]; req goes to cpus[from] */
+        EdfVerdict verdict_from;  /* cpus[from] with the task gone and req added */
+        EdfVerdict verdict_to;    /* cpus[to] with the task added */
+} PlaceMove;
+
+int place_make_room(const PlaceCpu *cpus, size_t n_cpus, const DlParams *req, PlaceFit fit, size_t max_tries,
+                    PlaceMove *ret, size_t *ret_tries);
 
 /* The refusal, for a request no CPU takes, from place_choose()'s verdicts:
  * "no CPU can take 58%: cpu0 32% left, cpu1 32% left", and for a CPU whose cap holds but whose

@@ -78,7 +78,10 @@ int plan_run_ordered(const PlanTask *tasks, size_t n, PlanOrder o, unsigned ncpu
         r = plan_run(sorted, n, ncpus, supply, fit, out, loads);
         if (r < 0)
                 return r;
-        for (size_t k = 0; k < n; k++)
+        for (size_t k = 0; k < n; k++) {
                 entries[perm[k]] = out[k];
+                if (out[k].room) /* the moved task, by its place in the caller's order */
+                        entries[perm[k]].room_task = perm[out[k].room_task];
+        }
         return 0;
 }

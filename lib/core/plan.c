@@ -10,28 +10,77 @@
 
 typedef struct CpuSet {
         DlParams *tasks;
+        size_t *owner;  /* the index of each task in the plan's tasks */
+        bool *pinned;   /* a split's stages stay where the split put them */
         size_t n, allocated;
 } CpuSet;
 
-static int push(CpuSet *c, const DlParams *p) {
+static int push(CpuSet *c, const DlParams *p, size_t owner, bool pinned) {
         if (c->n == c->allocated) {
                 size_t m = c->allocated ? c->allocated * 2 : 8;
                 DlParams *t = realloc(c->tasks, m * sizeof(*t));
                 if (!t)
                         return -ENOMEM;
-                c->tasks = t, c->allocated = m;
+                c->tasks = t;
+                size_t *o = realloc(c->owner, m * sizeof(*o));
+                if (!o)
+                        return -ENOMEM;
+                c->owner = o;
+                bool *q = realloc(c->pinned, m * sizeof(*q));
+                if (!q)
+                        return -ENOMEM;
+                c->pinned = q;
+                c->allocated = m;
         }
+        c->owner[c->n] = owner;
+        c->pinned[c->n] = pinned;
         c->tasks[c->n++] = *p;
         return 0;
 }
 
 static void views(const CpuSet *sets, unsigned ncpus, const EdfSupply *supply, PlaceCpu *out) {
         for (unsigned i = 0; i < ncpus; i++)
-                out[i] = (PlaceCpu) { .id = i, .supply = *supply, .tasks = sets[i].tasks, .n_tasks = sets[i].n };
+                out[i] = (PlaceCpu) { .id = i, .supply = *supply, .tasks = sets[i].tasks, .n_tasks = sets[i].n,
+                                      .pinned = sets[i].pinned };
+}
+
+/* Room by one move (placement.h): task `i` goes where the move made room, the moved task to its new
+ * CPU. Returns 0, -ENOSPC when no move helps, or an error. */
+static int room(CpuSet *sets, unsigned ncpus, const PlaceCpu *v, const PlanTask *tasks, size_t i, PlaceFit fit,
+                PlanEntry *entries) {
+        PlaceMove mv;
+        int r;
+
+        r = place_make_room(v, ncpus, &tasks[i].params, fit, 0, &mv, NULL);
+        if (r < 0)
+                return r;
+        CpuSet *from = &sets[mv.from];
+        size_t moved = from->owner[mv.task];
+        DlParams p = from->tasks[mv.task];
+
+        /* The request takes the moved task's slot; the moved task joins its new CPU. */
+        from->tasks[mv.task] = tasks[i].params;
+        from->owner[mv.task] = i;
+        from->pinned[mv.task] = false;
+        r = push(&sets[mv.to], &p, moved, false);
+        if (r < 0)
+                return r;
+        entries[moved].cpu = (unsigned) mv.to;
+        entries[moved].verdict = mv.verdict_to;
+        entries[moved].moved = true;
+        entries[i] = (PlanEntry) { .outcome = PLAN_PLACED, .cpu = (unsigned) mv.from, .verdict = mv.verdict_from,
+                                   .room = true, .room_task = moved, .room_from = (unsigned) mv.from,
+                                   .room_to = (unsigned) mv.to };
+        return 0;
 }
 
 int plan_run(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *supply, PlaceFit fit,
              PlanEntry *entries, PlanCpuLoad *loads) {
+        return plan_run_with(tasks, n, ncpus, supply, fit, true, entries, loads);
+}
+
+int plan_run_with(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *supply, PlaceFit fit, bool may_move,
+                  PlanEntry *entries, PlanCpuLoad *loads) {
         CpuSet *sets = NULL;
         PlaceCpu *v = NULL;
         EdfVerdict *verdicts = NULL;
@@ -64,7 +113,7 @@ int plan_run(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *s
                         e->outcome = PLAN_PLACED;
                         e->cpu = (unsigned) at;
                         e->verdict = verdicts[at];
-                        r = push(&sets[at], &tasks[i].params);
+                        r = push(&sets[at], &tasks[i].params, i, false);
                         if (r < 0)
                                 goto finish;
                         continue;
@@ -72,6 +121,11 @@ int plan_run(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *s
                 if (r != -ENOSPC)
                         goto finish;
                 place_format_refusal(v, ncpus, &tasks[i].params, verdicts, e->reason, sizeof(e->reason));
+                r = may_move ? room(sets, ncpus, v, tasks, i, fit, entries) : -ENOSPC;
+                if (r == 0)
+                        continue;
+                if (r != -ENOSPC)
+                        goto finish;
                 if (!tasks[i].split) {
                         r = 0;
                         continue;
@@ -92,9 +146,9 @@ int plan_run(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *s
                 e->stage2 = sp.stage2;
                 e->verdict = sp.verdict_b;
                 e->reason[0] = '\0';
-                r = push(&sets[sp.index_a], &sp.stage1);
+                r = push(&sets[sp.index_a], &sp.stage1, i, true);
                 if (r >= 0)
-                        r = push(&sets[sp.index_b], &sp.stage2);
+                        r = push(&sets[sp.index_b], &sp.stage2, i, true);
                 if (r < 0)
                         goto finish;
         }
@@ -110,8 +164,11 @@ int plan_run(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *s
         }
         r = 0;
 finish:
-        for (unsigned c = 0; sets && c < ncpus; c++)
+        for (unsigned c = 0; sets && c < ncpus; c++) {
                 free(sets[c].tasks);
+                free(sets[c].owner);
+                free(sets[c].pinned);
+        }
         free(sets);
         free(v);
         free(verdicts);

@@ -37,6 +37,10 @@ typedef struct PlanEntry {
         DlParams stage1, stage2; /* SPLIT */
         EdfVerdict verdict;      /* PLACED: its CPU's; SPLIT: stage 2's CPU's */
         char reason[PLAN_REASON_MAX]; /* REFUSED */
+        bool moved;              /* PLACED: a later task's room moved it; cpu is where it ends */
+        bool room;               /* PLACED after one move made room (placement.h, place_make_room()): */
+        size_t room_task;        /* the task moved (its index in the plan), */
+        unsigned room_from, room_to; /* from this CPU (the one this task took) to that one */
 } PlanEntry;
 
 typedef struct PlanCpuLoad {
@@ -45,12 +49,18 @@ typedef struct PlanCpuLoad {
         size_t n_tasks;          /* whole tasks and stages */
 } PlanCpuLoad;
 
-/* Plan tasks[0..n) on CPUs 0..ncpus-1, each with `supply`, with the fit; entries[i] receives
+/* Plan tasks[0..n) on CPUs 0..ncpus-1, each with `supply`, with the fit, as the daemon admits: a
+ * task no CPU takes whole is placed after moving one placed task where that makes room
+ * (place_make_room(); a split's stages never move), else split where it may be; entries[i] receives
  * tasks[i]'s outcome and loads (when not NULL, ncpus entries) the CPUs' totals at the end.
  * Returns 0, -EINVAL for no CPUs, more than PLAN_CPUS_MAX, a bad fit or a task breaking
  * C <= D <= T, -ENOMEM, or what edf_check() returns. */
 int plan_run(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *supply, PlaceFit fit,
              PlanEntry *entries, PlanCpuLoad *loads);
+/* plan_run() with the move for room on (as plan_run() and the daemon) or off (best fit alone, to
+ * measure what the move buys). */
+int plan_run_with(const PlanTask *tasks, size_t n, unsigned ncpus, const EdfSupply *supply, PlaceFit fit, bool may_move,
+                  PlanEntry *entries, PlanCpuLoad *loads);
 
 /* What one caller may make a dry run against a daemon's books compute: a budget of work units
  * (core/edf.h's EdfMeter) per window of time, counted as core/rate.h counts requests (a window opens

@@ -2,9 +2,12 @@
 /* What best fit loses (issue 35, item 6): random constrained-deadline task sets on M identical CPUs,
  * each decided by a search over every assignment of tasks to CPUs (the reference: a set is feasible
  * when some assignment passes the exact EDF test, edf_check(), on every CPU), and by the dry run of
- * core/plan.h in the order given and in decreasing utilization (core/plan-order.h). Prints, per M,
- * the feasible sets, how many of them each order refuses (the loss), that no order ever admits an
- * infeasible set, and the cost of a dry run. Pure: no root, no I/O timed.
+ * core/plan.h: best fit alone in the order given (what edfd did before the move for room), best fit
+ * with one move for room where no CPU takes a task whole (place_make_room(), what edfd's Admit and
+ * `edfctl plan` do now), and that in decreasing utilization (core/plan-order.h). Prints, per M, the
+ * feasible sets, how many of them each refuses (the loss), that none ever admits an infeasible set,
+ * the cost of a dry run, and the cost of the dry run with moves on the sets where best fit alone
+ * refused (the search for room included). Pure: no root, no I/O timed.
  *
  *   bench-plan-loss [--sets 10000] [--seed 35] [--cpus 2,4] [--tasks 3-8]
  *
@@ -152,15 +155,18 @@ int main(int argc, char *argv[]) {
         printf("bench-plan-loss: %lu random constrained sets per CPU count (seed %lu), %lu-%lu tasks, utilization "
                "50-100%% of the CPUs' capacity (%.0f%% each: 95%% less the fair server), best fit\n",
                sets, seed, nmin, nmax, 100.0 * (double) supply.cap_bw / (double) BW_UNIT);
-        printf("| CPUs | feasible (search) | refused in the given order | refused in decreasing order | "
-               "admitted but infeasible | dry run p50 | search nodes p50 |\n|---|---|---|---|---|---|---|\n");
+        printf("| CPUs | feasible (search) | refused by best fit alone | refused with one move for room | "
+               "refused with the move, decreasing order | admitted but infeasible | dry run p50 | "
+               "dry run with moves where best fit refused, p50 / max | search nodes p50 |\n"
+               "|---|---|---|---|---|---|---|---|---|\n");
         for (const char *p = cpus_arg; *p;) {
                 char *end;
                 unsigned long m = strtoul(p, &end, 10);
-                unsigned long feasible = 0, lost_given = 0, lost_dec = 0, wrong = 0;
+                unsigned long feasible = 0, lost_bare = 0, lost_given = 0, lost_dec = 0, wrong = 0, n_room = 0;
                 uint64_t *cost = calloc(sets, sizeof(uint64_t)), *nodes = calloc(sets, sizeof(uint64_t));
+                uint64_t *room_cost = calloc(sets, sizeof(uint64_t));
 
-                if (end == p || m < 1 || m > CPUS_MAX || !cost || !nodes) {
+                if (end == p || m < 1 || m > CPUS_MAX || !cost || !nodes || !room_cost) {
                         fprintf(stderr, "bench-plan-loss: --cpus takes numbers 1-%d\n", CPUS_MAX);
                         return 2;
                 }
@@ -169,7 +175,7 @@ int main(int argc, char *argv[]) {
                         size_t n = nmin + rnd() % (nmax - nmin + 1);
                         DlParams t[TASKS_MAX];
                         PlanTask pt[TASKS_MAX];
-                        PlanEntry given[TASKS_MAX], dec[TASKS_MAX];
+                        PlanEntry bare[TASKS_MAX], given[TASKS_MAX], dec[TASKS_MAX];
                         Search s = { .tasks = t, .n = n, .m = (unsigned) m, .supply = &supply };
                         uint64_t t0;
                         int r, ok, found;
@@ -184,8 +190,15 @@ int main(int argc, char *argv[]) {
                         }
                         nodes[k] = s.nodes;
                         t0 = now_ns();
-                        r = plan_run_ordered(pt, n, PLAN_ORDER_GIVEN, (unsigned) m, &supply, PLACE_FIT_BEST, given, NULL);
+                        r = plan_run_with(pt, n, (unsigned) m, &supply, PLACE_FIT_BEST, false, bare, NULL);
                         cost[k] = now_ns() - t0;
+                        if (r >= 0) {
+                                t0 = now_ns();
+                                r = plan_run_ordered(pt, n, PLAN_ORDER_GIVEN, (unsigned) m, &supply, PLACE_FIT_BEST, given,
+                                                     NULL);
+                                if (!all_admitted(bare, n))
+                                        room_cost[n_room++] = now_ns() - t0;
+                        }
                         if (r >= 0)
                                 r = plan_run_ordered(pt, n, PLAN_ORDER_DECREASING, (unsigned) m, &supply, PLACE_FIT_BEST,
                                                      dec, NULL);
@@ -195,16 +208,22 @@ int main(int argc, char *argv[]) {
                         }
                         ok = found;
                         feasible += ok;
+                        lost_bare += ok && !all_admitted(bare, n);
                         lost_given += ok && !all_admitted(given, n);
                         lost_dec += ok && !all_admitted(dec, n);
-                        wrong += !ok && (all_admitted(given, n) || all_admitted(dec, n));
+                        wrong += !ok && (all_admitted(bare, n) || all_admitted(given, n) || all_admitted(dec, n));
                 }
                 qsort(cost, sets, sizeof(uint64_t), cmp_u64);
                 qsort(nodes, sets, sizeof(uint64_t), cmp_u64);
-                printf("| %lu | %lu of %lu | %lu (%.2f%%) | %lu (%.2f%%) | %lu | %.1f us | %" PRIu64 " |\n", m, feasible, sets,
-                       lost_given, feasible ? 100.0 * (double) lost_given / (double) feasible : 0.0, lost_dec,
-                       feasible ? 100.0 * (double) lost_dec / (double) feasible : 0.0, wrong,
-                       (double) cost[sets / 2] / 1000.0, nodes[sets / 2]);
+                qsort(room_cost, n_room, sizeof(uint64_t), cmp_u64);
+#define PCT(x) (feasible ? 100.0 * (double) (x) / (double) feasible : 0.0)
+                printf("| %lu | %lu of %lu | %lu (%.2f%%) | %lu (%.2f%%) | %lu (%.2f%%) | %lu | %.1f us | %.1f / %.1f us (%lu sets) | %"
+                       PRIu64 " |\n", m, feasible, sets, lost_bare, PCT(lost_bare), lost_given, PCT(lost_given), lost_dec,
+                       PCT(lost_dec), wrong, (double) cost[sets / 2] / 1000.0,
+                       n_room ? (double) room_cost[n_room / 2] / 1000.0 : 0.0,
+                       n_room ? (double) room_cost[n_room - 1] / 1000.0 : 0.0, n_room, nodes[sets / 2]);
+#undef PCT
+                free(room_cost);
                 free(cost);
                 free(nodes);
                 p = *end == ',' ? end + 1 : end;

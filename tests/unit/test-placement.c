@@ -304,3 +304,122 @@ Test(placement, meter_bounds_choose_and_split) {
         m = (EdfMeter) { .limit = choose_units - 1 };
         cr_assert_eq(place_choose(v, 2, &T3(1 * MS, 5 * MS, 10 * MS), PLACE_FIT_BEST, &at, NULL), -EDQUOT);
 }
+
+/* --- room by one move --- */
+
+/* Best fit in arrival order: 40% and 40% on cpu0, 50% on cpu1; a second 50% fits no CPU whole, yet
+ * {40, 50} {40, 50} holds. One move (a 40% to cpu1) makes the room. */
+Test(placement, make_room_moves_the_smallest_task_that_makes_room) {
+        Cpu cpus[2] = { 0 };
+        DlParams a = T3(4 * MS, 10 * MS, 10 * MS), c = T3(5 * MS, 10 * MS, 10 * MS);
+        EdfSupply s = host_supply();
+        PlaceCpu v[2];
+        PlaceMove mv;
+        size_t at, tries;
+
+        cr_assert_eq(place(cpus, 2, &a, PLACE_FIT_BEST, &at, NULL, 0), 0);
+        cr_assert_eq(place(cpus, 2, &a, PLACE_FIT_BEST, &at, NULL, 0), 0);
+        cr_assert_eq(at, 0, "best fit packs both 40%% on cpu0");
+        cr_assert_eq(place(cpus, 2, &c, PLACE_FIT_BEST, &at, NULL, 0), 0);
+        cr_assert_eq(at, 1);
+        cr_assert_eq(place(cpus, 2, &c, PLACE_FIT_BEST, &at, NULL, 0), -ENOSPC);
+
+        view(cpus, 2, v, &s);
+        cr_assert_eq(place_make_room(v, 2, &c, PLACE_FIT_BEST, 0, &mv, &tries), 0);
+        cr_assert_eq(mv.from, 0);
+        cr_assert_eq(mv.task, 0, "the first of the two 40%% (ties by place)");
+        cr_assert_eq(mv.to, 1);
+        cr_assert(mv.verdict_from.schedulable && mv.verdict_to.schedulable);
+        cr_assert_eq(tries, 1);
+
+        /* Both CPUs pass the exact test after the move, checked independently. */
+        EdfVerdict chk;
+        cr_assert_eq(edf_check(&cpus[0].tasks[1], 1, &c, 1, &s, &chk), 0);
+        cr_assert(chk.schedulable);
+        cr_assert_eq(edf_check(cpus[1].tasks, cpus[1].n, &a, 1, &s, &chk), 0);
+        cr_assert(chk.schedulable);
+}
+
+Test(placement, make_room_respects_pinned_tasks_and_refuses_what_no_move_helps) {
+        Cpu cpus[2] = { { .tasks = { T3(4 * MS, 10 * MS, 10 * MS), T3(4 * MS, 10 * MS, 10 * MS) }, .n = 2 },
+                        { .tasks = { T3(5 * MS, 10 * MS, 10 * MS) }, .n = 1 } };
+        DlParams c = T3(5 * MS, 10 * MS, 10 * MS), big = T3(9 * MS, 10 * MS, 10 * MS);
+        EdfSupply s = host_supply();
+        bool pin0[2] = { true, false }, pin_all[2] = { true, true };
+        PlaceCpu v[2];
+        PlaceMove mv;
+        size_t tries;
+
+        view(cpus, 2, v, &s);
+        v[0].pinned = pin0;
+        cr_assert_eq(place_make_room(v, 2, &c, PLACE_FIT_BEST, 0, &mv, NULL), 0);
+        cr_assert_eq(mv.task, 1, "the pinned first task stays");
+        v[0].pinned = pin_all;
+        cr_assert_eq(place_make_room(v, 2, &c, PLACE_FIT_BEST, 0, &mv, &tries), -ENOSPC,
+                     "only the 50%% of cpu1 may move, and cpu0 cannot take it");
+        cr_assert_eq(tries, 1);
+        v[0].pinned = NULL;
+        cr_assert_eq(place_make_room(v, 2, &big, PLACE_FIT_BEST, 0, &mv, NULL), -ENOSPC,
+                     "90%% fits nowhere after any one move");
+        cr_assert_eq(place_make_room(v, 2, &c, PLACE_FIT_BEST, 1, &mv, &tries), 0, "the first candidate works");
+        cr_assert_eq(place_make_room(v, 1, &c, PLACE_FIT_BEST, 0, &mv, NULL), -ENOSPC, "one CPU: nowhere to move");
+        DlParams bad = T3(5 * MS, 4 * MS, 10 * MS);
+        cr_assert_eq(place_make_room(v, 2, &bad, PLACE_FIT_BEST, 0, &mv, NULL), -EINVAL);
+}
+
+Test(placement, make_room_is_bounded_by_its_tries) {
+        /* cpu0 full of small tasks none of whose moves helps a 60% (cpu1 is nearly full too): every
+         * candidate fails, and no more than max_tries are tried. */
+        Cpu cpus[2] = { 0 };
+        EdfSupply s = host_supply();
+        DlParams small = T3(1 * MS, 20 * MS, 20 * MS), req = T3(6 * MS, 10 * MS, 10 * MS);
+        PlaceCpu v[2];
+        PlaceMove mv;
+        size_t tries;
+
+        for (size_t i = 0; i < 17; i++)
+                cpus[0].tasks[cpus[0].n++] = small; /* 85% */
+        cpus[1].tasks[cpus[1].n++] = T3(8 * MS, 10 * MS, 10 * MS);
+        view(cpus, 2, v, &s);
+        cr_assert_eq(place_make_room(v, 2, &req, PLACE_FIT_BEST, 5, &mv, &tries), -ENOSPC);
+        cr_assert_eq(tries, 5);
+        cr_assert_eq(place_make_room(v, 2, &req, PLACE_FIT_BEST, 0, &mv, &tries), -ENOSPC);
+        cr_assert_eq(tries, 18, "every task of both CPUs, once");
+}
+
+/* Random books: whenever make_room answers, the move and the request leave every CPU passing. */
+Test(placement, make_room_random_moves_leave_every_cpu_schedulable) {
+        EdfSupply s = host_supply();
+        uint64_t seed = 42;
+        unsigned found = 0;
+
+        for (int round = 0; round < 2000; round++) {
+                Cpu cpus[3] = { 0 };
+                PlaceCpu v[3];
+                PlaceMove mv;
+                size_t at;
+
+#define RND() (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL, seed >> 33)
+                for (int k = 0; k < 12; k++) {
+                        uint64_t p = (5 + RND() % 46) * MS, c = (p * (5 + RND() % 45)) / 100, d = c + (p - c) * (50 + RND() % 51) / 100;
+                        DlParams t = T3(MAX(c, 100 * US), 0, p);
+                        t.deadline = MAX(d, t.runtime);
+                        if (place(cpus, 3, &t, PLACE_FIT_BEST, &at, NULL, 0) == 0)
+                                continue;
+                        view(cpus, 3, v, &s);
+                        if (place_make_room(v, 3, &t, PLACE_FIT_BEST, 0, &mv, NULL) != 0)
+                                continue;
+                        found++;
+                        DlParams moved = cpus[mv.from].tasks[mv.task];
+                        cpus[mv.from].tasks[mv.task] = t;
+                        cpus[mv.to].tasks[cpus[mv.to].n++] = moved;
+                        for (size_t i = 0; i < 3; i++) {
+                                EdfVerdict chk;
+                                cr_assert_eq(edf_check(cpus[i].tasks, cpus[i].n, NULL, 0, &s, &chk), 0);
+                                cr_assert(chk.schedulable, "round %d: cpu%zu fails after the move", round, i);
+                        }
+                }
+#undef RND
+        }
+        cr_assert_gt(found, 50, "make_room found room only %u times", found);
+}

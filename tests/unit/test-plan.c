@@ -275,10 +275,32 @@ Test(plan, order_decreasing) {
                 cr_expect_eq(perm[i], i);
         cr_expect_eq(plan_order(t, 1, _PLAN_ORDER_MAX, perm), -EINVAL);
 
-        /* small1, small2, large1, large1 again: given, best fit loses the last; decreasing places all */
+        /* small1, small2, large1, large1 again: given, best fit alone loses the last; one move for
+         * room (small1 to cpu1) places it, and so does the decreasing order without a move */
         PlanTask set[4] = { t[0], t[1], t[2], t[2] };
-        cr_assert_eq(plan_run_ordered(set, 4, PLAN_ORDER_GIVEN, 2, &s, PLACE_FIT_BEST, e, NULL), 0);
+        cr_assert_eq(plan_run_with(set, 4, 2, &s, PLACE_FIT_BEST, false, e, NULL), 0);
         cr_expect_eq(e[3].outcome, PLAN_REFUSED);
+        cr_expect(!e[3].room);
+        cr_assert_eq(plan_run_ordered(set, 4, PLAN_ORDER_GIVEN, 2, &s, PLACE_FIT_BEST, e, NULL), 0);
+        cr_expect_eq(e[3].outcome, PLAN_PLACED);
+        cr_expect(e[3].room);
+        cr_expect_eq(e[3].cpu, 0u);
+        cr_expect_eq(e[3].room_task, 0u, "the smallest, first placed");
+        cr_expect_eq(e[3].room_from, 0u);
+        cr_expect_eq(e[3].room_to, 1u);
+        cr_expect(e[0].moved);
+        cr_expect_eq(e[0].cpu, 1u, "small1 ends on cpu1");
+        cr_expect(!e[1].moved && e[1].cpu == 0u);
+        PlanEntry loads_e[4];
+        PlanCpuLoad loads[2];
+        cr_assert_eq(plan_run(set, 4, 2, &s, PLACE_FIT_BEST, loads_e, loads), 0);
+        cr_expect_eq(loads[0].n_tasks, 2u);
+        cr_expect_eq(loads[1].n_tasks, 2u);
+        /* The move in decreasing order names the moved task by the caller's order. */
+        PlanTask rev[4] = { t[2], t[0], t[1], t[2] }; /* large1, small1, small2, large1 */
+        cr_assert_eq(plan_run_ordered(rev, 4, PLAN_ORDER_GIVEN, 2, &s, PLACE_FIT_BEST, e, NULL), 0);
+        for (size_t i = 0; i < 4; i++)
+                cr_expect_eq(e[i].outcome, PLAN_PLACED, "task %zu", i);
         cr_assert_eq(plan_run_ordered(set, 4, PLAN_ORDER_DECREASING, 2, &s, PLACE_FIT_BEST, e, NULL), 0);
         for (size_t i = 0; i < 4; i++)
                 cr_expect_eq(e[i].outcome, PLAN_PLACED, "task %zu", i);
