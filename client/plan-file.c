@@ -347,7 +347,12 @@ static void yaml_report(void *userdata, YamlProblem kind, unsigned line, unsigne
         Parser *p = userdata;
 
         (void) column, (void) keypath;
-        if (p->err[0] == '\0')
+        if (p->err[0] != '\0')
+                return;
+        if (kind == YAML_PROBLEM_LIMIT && strncmp(message, "holds more than", 15) == 0)
+                (void) fail(p, line, "%s, more than %u tasks of six keys (the most a plan takes)", message,
+                            PLAN_FILE_TASKS_MAX);
+        else
                 (void) fail(p, line, "%s%s", kind == YAML_PROBLEM_SYNTAX ? "not valid YAML: " : "", message);
 }
 
