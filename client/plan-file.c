@@ -6,13 +6,13 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <yaml.h>
 
 #include "plan-file.h"
 #include "basic/escape.h"
 #include "basic/macro.h"
 #include "core/duration.h"
 #include "core/params.h"
+#include "yaml/yaml-tree.h"
 
 /* A task is one entry of one CPU's test (a split task one on each of two), so no CPU of a plan
  * can exceed what edf_check() takes. */
@@ -332,146 +332,99 @@ static int parse_csv(Parser *p, const char *buf, size_t len) {
         return 0;
 }
 
-/* --- YAML --- */
+/* --- YAML (the tree of lib/yaml's reader) --- */
 
-typedef struct Yaml {
-        yaml_parser_t parser;
-        yaml_event_t event;
-        bool have_event;
-} Yaml;
+/* `tasks: [ {key: value} ]` is three deep; the rest leaves room for a value that is not a scalar
+ * to be named as such. */
+#define YAML_NESTING_MAX 8
+/* A task is at most 13 nodes (its mapping, six keys and six values): the tree of a file with more
+ * tasks than a plan takes is cut where the task count is refused, not where memory runs out. */
+#define YAML_NODES_MAX ((size_t) (PLAN_FILE_TASKS_MAX + 1) * 13 + 16)
 
-static int yaml_next(Parser *p, Yaml *y) {
-        if (y->have_event)
-                yaml_event_delete(&y->event);
-        y->have_event = false;
-        if (!yaml_parser_parse(&y->parser, &y->event))
-                return fail(p, (unsigned) y->parser.problem_mark.line + 1, "not valid YAML: %s",
-                            y->parser.problem ?: "syntax error");
-        y->have_event = true;
-        if (y->event.type == YAML_ALIAS_EVENT)
-                return fail(p, (unsigned) y->event.start_mark.line + 1, "aliases are not allowed");
-        return 0;
+/* The first problem the reader reports is the file's error. */
+static void yaml_report(void *userdata, YamlProblem kind, unsigned line, unsigned column, const char *keypath,
+                        const char *message) {
+        Parser *p = userdata;
+
+        (void) column, (void) keypath;
+        if (p->err[0] != '\0')
+                return;
+        if (kind == YAML_PROBLEM_LIMIT && strncmp(message, "holds more than", 15) == 0)
+                (void) fail(p, line, "%s, more than %u tasks of six keys (the most a plan takes)", message,
+                            PLAN_FILE_TASKS_MAX);
+        else
+                (void) fail(p, line, "%s%s", kind == YAML_PROBLEM_SYNTAX ? "not valid YAML: " : "", message);
 }
 
-static unsigned yaml_line(const Yaml *y) {
-        return (unsigned) y->event.start_mark.line + 1;
-}
-
-static int yaml_task_fields(Parser *p, Yaml *y, Fields *fl, char **values) {
-        int r;
-
-        for (;;) {
-                char q[QUOTE_MAX];
-                int k;
-
-                if ((r = yaml_next(p, y)) < 0)
-                        return r;
-                if (y->event.type == YAML_MAPPING_END_EVENT)
-                        return 0;
-                if (y->event.type != YAML_SCALAR_EVENT)
-                        return fail(p, yaml_line(y), "a task's keys are scalars (%s)", KEYS);
-                k = key_from((const char *) y->event.data.scalar.value, y->event.data.scalar.length);
-                if (k < 0)
-                        return fail(p, yaml_line(y), "unknown key \"%s\" in a task (expected %s)",
-                                    quote((const char *) y->event.data.scalar.value, y->event.data.scalar.length, q), KEYS);
-                if (fl->v[k])
-                        return fail(p, yaml_line(y), "%s given twice", key_names[k]);
-                if ((r = yaml_next(p, y)) < 0)
-                        return r;
-                if (y->event.type != YAML_SCALAR_EVENT)
-                        return fail(p, yaml_line(y), "%s must be a scalar", key_names[k]);
-                /* "\0" or "\u0000" in a quoted scalar: the value is longer than its C string. */
-                if (memchr(y->event.data.scalar.value, '\0', y->event.data.scalar.length))
-                        return fail(p, yaml_line(y), "%s holds a NUL byte", key_names[k]);
-                values[k] = strndup((const char *) y->event.data.scalar.value, y->event.data.scalar.length);
-                if (!values[k])
-                        return -ENOMEM;
-                fl->v[k] = values[k];
-                fl->len[k] = y->event.data.scalar.length;
-        }
-}
-
-static int yaml_task(Parser *p, Yaml *y) {
-        char *values[_KEY_MAX] = {};
-        unsigned line = yaml_line(y);
+static int yaml_task(Parser *p, const YNode *t) {
         Fields fl = {};
-        int r;
+        char q[QUOTE_MAX];
 
-        r = yaml_task_fields(p, y, &fl, values);
-        if (r == 0)
-                r = add_task(p, line, &fl);
-        for (int k = 0; k < _KEY_MAX; k++)
-                free(values[k]);
-        return r;
+        if (t->type != YNODE_MAP)
+                return fail(p, t->line, "each task is a mapping (%s)", KEYS);
+        for (size_t i = 0; i + 1 < t->n; i += 2) {
+                const YNode *k = t->items[i], *v = t->items[i + 1];
+                int key;
+
+                if (k->type != YNODE_SCALAR)
+                        return fail(p, k->line, "a task's keys are scalars (%s)", KEYS);
+                key = key_from(k->value, k->len);
+                if (key < 0)
+                        return fail(p, k->line, "unknown key \"%s\" in a task (expected %s)", quote(k->value, k->len, q),
+                                    KEYS);
+                if (fl.v[key])
+                        return fail(p, k->line, "%s given twice", key_names[key]);
+                if (v->type != YNODE_SCALAR)
+                        return fail(p, v->line, "%s must be a scalar", key_names[key]);
+                /* "\0" or "\u0000" in a quoted scalar: the value is longer than its C string. */
+                if (!ytree_text(v))
+                        return fail(p, v->line, "%s holds a NUL byte", key_names[key]);
+                fl.v[key] = v->value;
+                fl.len[key] = v->len;
+        }
+        return add_task(p, t->line, &fl);
 }
 
-static int parse_yaml_events(Parser *p, Yaml *y) {
-        bool seen_tasks = false;
+static int yaml_tasks(Parser *p, const YNode *root) {
+        const YNode *tasks = NULL;
+        char q[QUOTE_MAX];
         int r;
 
-        if ((r = yaml_next(p, y)) < 0 || (r = yaml_next(p, y)) < 0) /* stream start, document start */
-                return r;
-        if (y->event.type == YAML_STREAM_END_EVENT)
+        if (!root)
                 return fail(p, 0, "is empty (expected tasks:)");
-        if ((r = yaml_next(p, y)) < 0)
-                return r;
-        if (y->event.type != YAML_MAPPING_START_EVENT)
-                return fail(p, yaml_line(y), "expected a mapping with tasks:");
-        for (;;) {
-                char q[QUOTE_MAX];
+        if (root->type != YNODE_MAP)
+                return fail(p, root->line, "expected a mapping with tasks:");
+        for (size_t i = 0; i + 1 < root->n; i += 2) {
+                const YNode *k = root->items[i], *v = root->items[i + 1];
 
-                if ((r = yaml_next(p, y)) < 0)
-                        return r;
-                if (y->event.type == YAML_MAPPING_END_EVENT)
-                        break;
-                if (y->event.type != YAML_SCALAR_EVENT || y->event.data.scalar.length != 5 ||
-                    memcmp(y->event.data.scalar.value, "tasks", 5) != 0)
-                        return fail(p, yaml_line(y), "unknown key \"%s\" (expected tasks)",
-                                    y->event.type == YAML_SCALAR_EVENT
-                                            ? quote((const char *) y->event.data.scalar.value, y->event.data.scalar.length, q)
-                                            : "?");
-                if (seen_tasks)
-                        return fail(p, yaml_line(y), "tasks given twice");
-                seen_tasks = true;
-                if ((r = yaml_next(p, y)) < 0)
-                        return r;
-                if (y->event.type != YAML_SEQUENCE_START_EVENT)
-                        return fail(p, yaml_line(y), "tasks must be a sequence of tasks");
-                for (;;) {
-                        if ((r = yaml_next(p, y)) < 0)
+                if (k->type != YNODE_SCALAR || k->len != 5 || memcmp(k->value, "tasks", 5) != 0)
+                        return fail(p, k->line, "unknown key \"%s\" (expected tasks)",
+                                    k->type == YNODE_SCALAR ? quote(k->value, k->len, q) : "?");
+                if (tasks)
+                        return fail(p, k->line, "tasks given twice");
+                if (v->type != YNODE_SEQ)
+                        return fail(p, v->line, "tasks must be a sequence of tasks");
+                tasks = v;
+                for (size_t j = 0; j < v->n; j++)
+                        if ((r = yaml_task(p, v->items[j])) < 0)
                                 return r;
-                        if (y->event.type == YAML_SEQUENCE_END_EVENT)
-                                break;
-                        if (y->event.type != YAML_MAPPING_START_EVENT)
-                                return fail(p, yaml_line(y), "each task is a mapping (%s)", KEYS);
-                        if ((r = yaml_task(p, y)) < 0)
-                                return r;
-                }
         }
-        if (!seen_tasks)
+        if (!tasks)
                 return fail(p, 0, "has no tasks:");
-        if ((r = yaml_next(p, y)) < 0)
-                return r;
-        if (y->event.type != YAML_DOCUMENT_END_EVENT)
-                return fail(p, yaml_line(y), "holds more than one document");
-        if ((r = yaml_next(p, y)) < 0)
-                return r;
-        if (y->event.type != YAML_STREAM_END_EVENT)
-                return fail(p, yaml_line(y), "holds more than one document");
         return 0;
 }
 
 static int parse_yaml(Parser *p, const char *buf, size_t len) {
-        Yaml y = {};
+        const YamlLimits limits = { .nesting_max = YAML_NESTING_MAX, .nodes_max = YAML_NODES_MAX };
+        YNode *root = NULL;
         int r;
 
-        if (!yaml_parser_initialize(&y.parser))
-                return -ENOMEM;
-        yaml_parser_set_input_string(&y.parser, (const unsigned char *) buf, len);
-        r = parse_yaml_events(p, &y);
-        if (y.have_event)
-                yaml_event_delete(&y.event);
-        yaml_parser_delete(&y.parser);
+        r = ytree_load(buf, len, &limits, yaml_report, p, &root);
+        if (r == 0 && p->err[0] != '\0')
+                r = -EINVAL; /* an anchor, alias or tag: reported, the tree is not walked */
+        if (r == 0)
+                r = yaml_tasks(p, root);
+        ytree_free(root);
         return r;
 }
 

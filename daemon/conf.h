@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* The configuration: YAML (libyaml's event API) -> core types.
+/* The configuration: YAML -> core types.
  *
- * The idea: libyaml's events are first loaded into a small node tree (scalars, mappings,
- * sequences, each with its line and column), bounded in depth while it is built so that no input
- * can make it recurse deeply; then one walk over that tree checks every key against the schema and
+ * The idea: the text is first loaded into a small node tree (scalars, mappings, sequences, each
+ * with its line and column) by lib/yaml's reader, bounded in depth while it is built so that no
+ * input can make it recurse deeply; then one walk over that tree checks every key against the schema and
  * fills a Config. Every problem becomes one line "FILE:LINE:COLUMN: KEY.PATH: message" and the walk
  * goes on, so a user sees all of them at once (up to CONF_ERRORS_MAX). A Config that parsed is
  * then turned into the core's group tree by conf_build_tree(), which checks that every group's

@@ -157,28 +157,6 @@ static int write_id(Cpusets *c, const char *path, pid_t id) {
         }
 }
 
-_printf_(2, 3) static int strv_appendf(char ***l, const char *fmt, ...) {
-        size_t n = strv_length(*l);
-        char *s, **nl;
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        nl = realloc(*l, (n + 2) * sizeof(char *));
-        if (!nl) {
-                free(s);
-                return -ENOMEM;
-        }
-        nl[n] = s;
-        nl[n + 1] = NULL;
-        *l = nl;
-        return 0;
-}
-
 static char *path_of(const Cpusets *c, const char *name, const char *file) {
         char *p;
 
@@ -274,114 +252,83 @@ void cpusets_set_shared(Cpusets *c, const CpuMask *shared) {
         c->shared = shared ? *shared : (CpuMask) {};
 }
 
-/* The CPUs edfd-partitions keeps for itself: v2 only, and only while there are partitions. */
-static CpuMask shared_of(const Cpusets *c, size_t n) {
-        return c->backend == CPUSET_BACKEND_V2 && n > 0 ? c->shared : (CpuMask) {};
+static CpusetMachine machine_of(const Cpusets *c) {
+        return (CpusetMachine) {
+                .backend = c->backend,
+                .unavailable = c->unavailable,
+                .present = c->present,
+                .online = c->online,
+                .shared = c->shared,
+        };
 }
 
 /* --- checks --- */
 
-static int union_of(const CpusetSpec *specs, size_t n, CpuMask *ret) {
-        CpuMask u = {};
+static void foreign_free(CpusetForeign *f, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free((char *) f[i].path);
+        free(f);
+}
 
-        for (size_t i = 0; i < n; i++) {
-                if (cpu_mask_overlap(&u, &specs[i].cpus, NULL))
-                        return -EINVAL;
-                cpu_mask_or(&u, &specs[i].cpus);
+/* The top-level cpusets edfd does not own, with their CPUs (deeper ones hold a subset of their
+ * top-level ancestor's). One whose cpus cannot be read is left out. */
+static int read_foreign(const Cpusets *c, CpusetForeign **ret, size_t *ret_n) {
+        CpusetForeign *f = NULL;
+        size_t n = 0;
+        DIR *d;
+        int r = 0;
+
+        d = opendir(c->mount);
+        if (!d)
+                return -errno;
+        for (struct dirent *de; (de = readdir(d));) {
+                _cleanup_free_ char *p = NULL, *dir = NULL;
+                CpuMask theirs;
+                CpusetForeign *nf;
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.' || strcmp(de->d_name, CPUSET_DIR) == 0)
+                        continue;
+                if (asprintf(&dir, "%s/%s", c->mount, de->d_name) < 0 || asprintf(&p, "%s/cpuset.cpus", dir) < 0) {
+                        dir = p = NULL;
+                        r = -ENOMEM;
+                        break;
+                }
+                if (read_mask(p, &theirs) < 0)
+                        continue;
+                nf = realloc(f, (n + 1) * sizeof(*f));
+                if (!nf) {
+                        r = -ENOMEM;
+                        break;
+                }
+                f = nf;
+                f[n++] = (CpusetForeign) { .path = TAKE_PTR(dir), .cpus = theirs };
         }
-        *ret = u;
+        closedir(d);
+        if (r < 0) {
+                foreign_free(f, n);
+                return r;
+        }
+        *ret = f;
+        *ret_n = n;
         return 0;
 }
 
 int cpusets_check(Cpusets *c, const CpusetSpec *specs, size_t n, char ***ret_errors, char ***ret_notes) {
         _cleanup_(strv_freep) char **errors = NULL, **notes = NULL;
-        char a[CPU_LIST_MAX], b[CPU_LIST_MAX];
-        CpuMask all = {}, rest;
-        DIR *d;
-        int r = 0;
+        CpusetMachine m = machine_of(c);
+        CpusetForeign *foreign = NULL;
+        size_t n_foreign = 0;
+        int r;
 
-        if (n > 0 && c->backend == CPUSET_BACKEND_NONE)
-                r = strv_appendf(&errors, "no partition can be made on this machine: %s", c->unavailable);
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                unsigned cpu;
-
-                if (!cpu_mask_subset(&specs[i].cpus, &c->present, &cpu))
-                        r = strv_appendf(&errors, "partition %s: CPU %u does not exist (this machine has CPUs %s)",
-                                         specs[i].name, cpu, mask_str(&c->present, a));
-                else if (!cpu_mask_subset(&specs[i].cpus, &c->online, &cpu))
-                        r = strv_appendf(&errors, "partition %s: CPU %u is offline (online: %s)", specs[i].name, cpu,
-                                         mask_str(&c->online, a));
-                for (size_t j = 0; j < i && r >= 0; j++)
-                        if (cpu_mask_overlap(&specs[i].cpus, &specs[j].cpus, &cpu))
-                                r = strv_appendf(&errors, "partitions %s and %s share CPU %u", specs[j].name,
-                                                 specs[i].name, cpu);
-                cpu_mask_or(&all, &specs[i].cpus);
+        if (n > 0 && c->backend != CPUSET_BACKEND_NONE) {
+                r = read_foreign(c, &foreign, &n_foreign);
+                if (r < 0)
+                        return r;
         }
-        if (r >= 0 && n > 0) {
-                CpuMask shared = shared_of(c, n);
-                unsigned cpu;
-
-                if (!cpu_mask_subset(&shared, &c->online, &cpu))
-                        r = strv_appendf(&errors, "the shared CPUs of %s: CPU %u is offline or does not exist",
-                                         CPUSET_DIR, cpu);
-                else if (cpu_mask_overlap(&shared, &all, &cpu))
-                        r = strv_appendf(&errors, "CPU %u is both shared and in a partition", cpu);
-                cpu_mask_or(&all, &shared);
-        }
+        r = cpuset_layout_check(&m, specs, n, foreign, n_foreign, &errors, &notes);
+        foreign_free(foreign, n_foreign);
         if (r < 0)
                 return r;
-        if (n > 0 && c->backend != CPUSET_BACKEND_NONE) {
-                rest = c->online;
-                cpu_mask_andnot(&rest, &all);
-                if (cpu_mask_empty(&rest) && c->backend == CPUSET_BACKEND_V2)
-                        r = strv_appendf(&errors,
-                                         "the partitions take every online CPU (%s): the root cgroup has tasks of its "
-                                         "own and must keep one", mask_str(&c->online, a));
-                else if (cpu_mask_empty(&rest))
-                        r = strv_appendf(&notes,
-                                         "the partitions take every online CPU (%s): global placement has no CPU left, "
-                                         "and the root cpuset's tasks keep running on all CPUs without load balancing",
-                                         mask_str(&c->online, a));
-                else if (c->backend == CPUSET_BACKEND_V1)
-                        r = strv_appendf(&notes,
-                                         "cgroup v1: while edfd owns a partition the root cpuset is not load-balanced: "
-                                         "its tasks stay on the CPU they run on (CPUs outside the partitions: %s)",
-                                         mask_str(&rest, a));
-                if (r < 0)
-                        return r;
-
-                /* Foreign cpusets: any other top-level directory whose cpus share a CPU with a partition
-                 * (deeper ones hold a subset of their top-level ancestor's CPUs). */
-                d = opendir(c->mount);
-                if (!d)
-                        return -errno;
-                for (struct dirent *de; r >= 0 && (de = readdir(d));) {
-                        _cleanup_free_ char *p = NULL;
-                        CpuMask theirs;
-                        unsigned cpu;
-
-                        if (de->d_type != DT_DIR || de->d_name[0] == '.' || strcmp(de->d_name, CPUSET_DIR) == 0)
-                                continue;
-                        if (asprintf(&p, "%s/%s/cpuset.cpus", c->mount, de->d_name) < 0) {
-                                r = -ENOMEM;
-                                break;
-                        }
-                        if (read_mask(p, &theirs) < 0 || !cpu_mask_overlap(&theirs, &all, &cpu))
-                                continue;
-                        for (size_t i = 0; i < n; i++)
-                                if (cpu_mask_test(&specs[i].cpus, cpu)) {
-                                        r = strv_appendf(&errors,
-                                                         "partition %s: CPU %u is also in cpuset %s/%s (cpus %s), "
-                                                         "which edfd does not own",
-                                                         specs[i].name, cpu, c->mount, de->d_name,
-                                                         mask_str(&theirs, b));
-                                        break;
-                                }
-                }
-                closedir(d);
-                if (r < 0)
-                        return r;
-        }
         if (ret_notes)
                 *ret_notes = TAKE_PTR(notes);
         if (errors) {
@@ -695,9 +642,7 @@ static int check_commit(Cpusets *c, const CpusetSpec *specs, size_t n, char *con
                         char **ret_error) {
         size_t m = strv_length(existing);
         _cleanup_free_ uint64_t *bw = calloc(m + 2, sizeof(uint64_t));
-        char a[DURATION_MAX], b[DURATION_MAX], l[CPU_LIST_MAX];
-        uint64_t rest_bw, cap;
-        CpuMask all = {}, rest;
+        CpusetMachine machine = machine_of(c);
         int r;
 
         if (!bw)
@@ -707,65 +652,7 @@ static int check_commit(Cpusets *c, const CpusetSpec *specs, size_t n, char *con
         r = scan(c, existing, m, bw);
         if (r < 0)
                 return r;
-        rest_bw = bw[m];
-        /* Threads in an existing partition stay in it when it is kept with the same CPUs; the threads
-         * of anything else end up in the rest (removal and change refuse non-empty partitions, so
-         * this is only what a crash or another program left). */
-        for (size_t i = 0; i < m; i++) {
-                const CpusetSpec *s = find_spec(specs, n, existing[i]);
-
-                if (!s && bw_add(rest_bw, bw[i], &rest_bw) < 0)
-                        rest_bw = UINT64_MAX;
-        }
-        for (size_t i = 0; i < n; i++) {
-                uint64_t have = 0;
-
-                for (size_t j = 0; j < m; j++)
-                        if (strcmp(existing[j], specs[i].name) == 0)
-                                have = bw[j];
-                if (__builtin_mul_overflow(per_cpu_bw, (uint64_t) cpu_mask_count(&specs[i].cpus), &cap))
-                        cap = UINT64_MAX;
-                if (have > cap) {
-                        if (asprintf(ret_error,
-                                     "partition %s (cpus %s) would admit %s, but its deadline threads hold %s",
-                                     specs[i].name, mask_str(&specs[i].cpus, l), bw_format(cap, a),
-                                     bw_format(have, b)) < 0)
-                                *ret_error = NULL;
-                        return -ENOSPC;
-                }
-                cpu_mask_or(&all, &specs[i].cpus);
-        }
-        {
-                CpuMask shared = shared_of(c, n);
-                uint64_t dir_bw = bw[m + 1];
-
-                if (n == 0 && bw_add(rest_bw, dir_bw, &rest_bw) < 0)
-                        rest_bw = UINT64_MAX;
-                if (__builtin_mul_overflow(per_cpu_bw, (uint64_t) cpu_mask_count(&shared), &cap))
-                        cap = UINT64_MAX;
-                if (n > 0 && dir_bw > cap) {
-                        if (asprintf(ret_error, "the shared CPUs of %s (%s) would admit %s, but its deadline threads "
-                                     "hold %s", CPUSET_DIR, cpu_mask_empty(&shared) ? "none" : mask_str(&shared, l),
-                                     bw_format(cap, a), bw_format(dir_bw, b)) < 0)
-                                *ret_error = NULL;
-                        return -ENOSPC;
-                }
-                cpu_mask_or(&all, &shared);
-        }
-        rest = c->online;
-        cpu_mask_andnot(&rest, &all);
-        if (__builtin_mul_overflow(per_cpu_bw, (uint64_t) cpu_mask_count(&rest), &cap))
-                cap = UINT64_MAX;
-        if (rest_bw > cap) {
-                if (asprintf(ret_error,
-                             "the CPUs outside the partitions (%s) would admit %s, but the deadline threads there hold "
-                             "%s: the kernel would re-add them to the rebuilt root domain without a check",
-                             cpu_mask_empty(&rest) ? "none" : mask_str(&rest, l), bw_format(cap, a),
-                             bw_format(rest_bw, b)) < 0)
-                        *ret_error = NULL;
-                return -ENOSPC;
-        }
-        return 0;
+        return cpuset_layout_fits(&machine, specs, n, existing, m, bw, per_cpu_bw, ret_error);
 }
 
 static int fail(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
@@ -819,7 +706,7 @@ static int v1_apply(Cpusets *c, const CpusetSpec *specs, size_t n, char *const *
         r = root_mems(c, mems);
         if (r < 0)
                 return fail(ret_error, r, "cannot read %s/cpuset.mems: %s", c->mount, strerror(-r));
-        (void) union_of(specs, n, &all);
+        (void) cpuset_layout_union(specs, n, &all);
 
         /* Removals first (they free CPUs), then the directory grows to the union of what stays and
          * what comes, then the new partitions, then it shrinks to the union. */
@@ -914,9 +801,10 @@ static int v2_apply(Cpusets *c, const CpusetSpec *specs, size_t n, char *const *
 
         if (!dir)
                 return -ENOMEM;
-        (void) union_of(specs, n, &all);
+        (void) cpuset_layout_union(specs, n, &all);
         {
-                CpuMask shared = shared_of(c, n);
+                CpusetMachine machine = machine_of(c);
+                CpuMask shared = cpuset_layout_shared(&machine, n);
 
                 cpu_mask_or(&all, &shared);
         }

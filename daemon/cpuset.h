@@ -20,7 +20,8 @@
  * balancing and restores the balancing before it removes it, so a restart finds what a crash left
  * half-done and cpusets_apply() converges to the configuration from any such state.
  *
- * Before it creates, changes or removes a partition, cpusets_apply() sums what every deadline thread
+ * The checks of a layout are pure (core/cpuset-layout.h); this adapter reads what they need. Before
+ * it creates, changes or removes a partition, cpusets_apply() sums what every deadline thread
  * of the machine holds (edfd's and others', found in /proc) in each root domain of the layout it is
  * about to make, and refuses a layout that over-commits one: the kernel re-adds deadline tasks to
  * rebuilt root domains without checking. It removes only empty partitions. It never moves a task:
@@ -31,17 +32,11 @@
 #include <sys/types.h>
 
 #include "basic/cpulist.h"
+#include "core/cpuset-layout.h" /* CpusetBackend, CpusetSpec, CPUSET_DIR: the pure layout check */
 
 #define CPUSET_V1_MOUNT_DEFAULT "/sys/fs/cgroup/cpuset"
 #define CPUSET_V2_MOUNT_DEFAULT "/sys/fs/cgroup"
-#define CPUSET_DIR "edfd-partitions"
 #define CPUSET_NAME_MAX 32
-
-typedef enum CpusetBackend {
-        CPUSET_BACKEND_NONE, /* no partition can be made here: cpusets_unavailable() says why */
-        CPUSET_BACKEND_V1,
-        CPUSET_BACKEND_V2,
-} CpusetBackend;
 
 /* "none", "cgroup-v1", "cgroup-v2". */
 const char *cpuset_backend_to_string(CpusetBackend b);
@@ -54,12 +49,6 @@ typedef enum CpusetState {
 
 /* "absent", "valid", "invalid". */
 const char *cpuset_state_to_string(CpusetState s);
-
-/* A partition as asked for (name: letters, digits, _ . -, at most CPUSET_NAME_MAX bytes). */
-typedef struct CpusetSpec {
-        const char *name;
-        CpuMask cpus;
-} CpusetSpec;
 
 /* A partition as the kernel shows it. */
 typedef struct CpusetPartition {

@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include <json-c/json.h>
-#include <yaml.h>
 
 #include "core/admission.h"
 #include "core/bandwidth.h"
 #include "core/duration.h"
 #include "core/tree.h"
 #include "oci-hook.h"
+#include "yaml/yaml-tree.h"
 
 static int fail(char **ret_error, int err, const char *fmt, ...) _printf_(3, 4);
 static int fail(char **ret_error, int err, const char *fmt, ...) {
@@ -314,157 +314,114 @@ const HookGroup *hook_config_group(const HookConfig *c, const char *name) {
         return NULL;
 }
 
-static unsigned line_of(const yaml_event_t *e) {
-        return (unsigned) e->start_mark.line + 1;
+/* The hook's configuration is small: a mapping of two keys, one a mapping of scalars. */
+#define HOOK_YAML_NESTING_MAX 8
+
+typedef struct HookParse {
+        char **ret_error;
+        int r; /* the first problem the reader reported */
+} HookParse;
+
+static void hook_yaml_report(void *userdata, YamlProblem kind, unsigned line, unsigned column, const char *keypath,
+                             const char *message) {
+        HookParse *h = userdata;
+
+        (void) kind, (void) column, (void) keypath;
+        if (h->r == 0)
+                h->r = line > 0 ? fail(h->ret_error, -EINVAL, "line %u: %s", line, message)
+                                : fail(h->ret_error, -EINVAL, "%s", message);
 }
 
-/* Next event; a parser error is a message with its line. */
-static int next_event(yaml_parser_t *p, yaml_event_t *e, char **ret_error) {
-        if (!yaml_parser_parse(p, e))
-                return fail(ret_error, -EINVAL, "line %u: %s", (unsigned) p->problem_mark.line + 1,
-                            p->problem ? p->problem : "not YAML");
+static int parse_group(HookConfig *c, const YNode *k, const YNode *v, char **ret_error) {
+        const char *name = ytree_text(k), *value = ytree_text(v), *reason = NULL;
+        uint64_t runtime, bw;
+        HookGroup *n;
+
+        if (!name)
+                return fail(ret_error, -EINVAL, "line %u: a group's name must be a plain string", k->line);
+        if (!group_path_valid(name) || strcmp(name, "/") == 0)
+                return fail(ret_error, -EINVAL, "line %u: \"%s\" is not a group path (names of letters, digits, "
+                            "_ . and -, separated by /)", k->line, name);
+        if (hook_config_group(c, name))
+                return fail(ret_error, -EINVAL, "line %u: group %s is listed twice", k->line, name);
+        if (!value)
+                return fail(ret_error, -EINVAL, "line %u: group %s: the most one container may ask must be a "
+                            "percentage (40%%)", v->line, name);
+        if (percent_parse(value, &runtime, &reason) < 0)
+                return fail(ret_error, -EINVAL, "line %u: group %s: \"%s\" %s", v->line, name, value, reason);
+        if (bw_of(runtime, PERCENT_PERIOD_NS, &bw) < 0 || bw == 0)
+                return fail(ret_error, -EINVAL, "line %u: group %s: %s must be above 0%%", v->line, name, value);
+        if (bw > BW_UNIT)
+                return fail(ret_error, -EINVAL, "line %u: group %s: %s is above 100%% (a container's reservation "
+                            "is one thread)", v->line, name, value);
+        n = realloc(c->groups, (c->n_groups + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        c->groups = n;
+        n[c->n_groups] = (HookGroup) { .name = strdup(name), .max_bw = bw };
+        if (!n[c->n_groups].name)
+                return -ENOMEM;
+        c->n_groups++;
         return 0;
 }
 
-static const char *scalar(const yaml_event_t *e) {
-        return (const char *) e->data.scalar.value;
-}
-
-static int parse_groups(yaml_parser_t *p, HookConfig *c, char **ret_error) {
-        yaml_event_t k, v;
+static int parse_config(HookConfig *c, const YNode *root, char **ret_error) {
+        bool seen_groups = false;
         int r;
 
-        r = next_event(p, &k, ret_error);
-        if (r < 0)
-                return r;
-        if (k.type != YAML_MAPPING_START_EVENT) {
-                r = fail(ret_error, -EINVAL, "line %u: groups must be a mapping of group: percentage", line_of(&k));
-                yaml_event_delete(&k);
-                return r;
-        }
-        yaml_event_delete(&k);
-        for (;;) {
-                uint64_t runtime, bw;
-                const char *reason = NULL;
-                HookGroup *n;
+        if (!root || ytree_is_null(root))
+                return 0; /* an empty document */
+        if (root->type != YNODE_MAP)
+                return fail(ret_error, -EINVAL, "line %u: unexpected YAML: the configuration must be a mapping "
+                            "(default-group:, groups:), not %s", root->line, ytree_kind(root));
+        for (size_t i = 0; i + 1 < root->n; i += 2) {
+                const YNode *k = root->items[i], *v = root->items[i + 1];
+                const char *key = ytree_text(k);
 
-                r = next_event(p, &k, ret_error);
-                if (r < 0)
-                        return r;
-                if (k.type == YAML_MAPPING_END_EVENT) {
-                        yaml_event_delete(&k);
-                        return 0;
-                }
-                if (k.type != YAML_SCALAR_EVENT) {
-                        r = fail(ret_error, -EINVAL, "line %u: a group's name must be a plain string", line_of(&k));
-                        yaml_event_delete(&k);
-                        return r;
-                }
-                r = next_event(p, &v, ret_error);
-                if (r < 0) {
-                        yaml_event_delete(&k);
-                        return r;
-                }
-                if (!group_path_valid(scalar(&k)) || strcmp(scalar(&k), "/") == 0)
-                        r = fail(ret_error, -EINVAL, "line %u: \"%s\" is not a group path (names of letters, digits, "
-                                 "_ . and -, separated by /)", line_of(&k), scalar(&k));
-                else if (hook_config_group(c, scalar(&k)))
-                        r = fail(ret_error, -EINVAL, "line %u: group %s is listed twice", line_of(&k), scalar(&k));
-                else if (v.type != YAML_SCALAR_EVENT)
-                        r = fail(ret_error, -EINVAL, "line %u: group %s: the most one container may ask must be a "
-                                 "percentage (40%%)", line_of(&v), scalar(&k));
-                else if (percent_parse(scalar(&v), &runtime, &reason) < 0)
-                        r = fail(ret_error, -EINVAL, "line %u: group %s: \"%s\" %s", line_of(&v), scalar(&k),
-                                 scalar(&v), reason);
-                else if (bw_of(runtime, PERCENT_PERIOD_NS, &bw) < 0 || bw == 0)
-                        r = fail(ret_error, -EINVAL, "line %u: group %s: %s must be above 0%%", line_of(&v),
-                                 scalar(&k), scalar(&v));
-                else if (bw > BW_UNIT)
-                        r = fail(ret_error, -EINVAL, "line %u: group %s: %s is above 100%% (a container's reservation "
-                                 "is one thread)", line_of(&v), scalar(&k), scalar(&v));
-                else if (!(n = realloc(c->groups, (c->n_groups + 1) * sizeof(*n))))
-                        r = -ENOMEM;
-                else {
-                        c->groups = n;
-                        n[c->n_groups] = (HookGroup) { .name = strdup(scalar(&k)), .max_bw = bw };
-                        if (!n[c->n_groups].name)
-                                r = -ENOMEM;
-                        else
-                                c->n_groups++;
-                }
-                yaml_event_delete(&k);
-                yaml_event_delete(&v);
-                if (r < 0)
-                        return r;
+                if (!key)
+                        return fail(ret_error, -EINVAL, "line %u: unexpected YAML: a key must be a name, not %s",
+                                    k->line, ytree_kind(k));
+                if (strcmp(key, "groups") == 0) {
+                        if (seen_groups)
+                                return fail(ret_error, -EINVAL, "line %u: groups is given twice", k->line);
+                        seen_groups = true;
+                        if (v->type != YNODE_MAP)
+                                return fail(ret_error, -EINVAL, "line %u: groups must be a mapping of group: "
+                                            "percentage", v->line);
+                        for (size_t j = 0; j + 1 < v->n; j += 2)
+                                if ((r = parse_group(c, v->items[j], v->items[j + 1], ret_error)) < 0)
+                                        return r;
+                } else if (strcmp(key, "default-group") == 0) {
+                        if (c->default_group)
+                                return fail(ret_error, -EINVAL, "line %u: default-group is given twice", k->line);
+                        if (!ytree_text(v))
+                                return fail(ret_error, -EINVAL, "line %u: default-group must be a group path",
+                                            v->line);
+                        c->default_group = strdup(v->value);
+                        if (!c->default_group)
+                                return -ENOMEM;
+                } else
+                        return fail(ret_error, -EINVAL, "line %u: unknown key %s (the keys are default-group and "
+                                    "groups)", k->line, key);
         }
+        return 0;
 }
 
 int hook_config_parse(const char *text, size_t len, HookConfig *ret, char **ret_error) {
+        const YamlLimits limits = { .nesting_max = HOOK_YAML_NESTING_MAX };
+        HookParse h = { .ret_error = ret_error };
         HookConfig c = {};
-        yaml_parser_t p;
-        yaml_event_t e, v;
-        int r = 0;
-        bool done = false, in_map = false;
+        YNode *root = NULL;
+        int r;
 
-        if (!yaml_parser_initialize(&p))
-                return -ENOMEM;
-        yaml_parser_set_input_string(&p, (const unsigned char *) text, len);
-        while (!done && r == 0) {
-                r = next_event(&p, &e, ret_error);
-                if (r < 0)
-                        break;
-                switch (e.type) {
-                case YAML_STREAM_START_EVENT:
-                case YAML_DOCUMENT_START_EVENT:
-                case YAML_DOCUMENT_END_EVENT:
-                        break;
-                case YAML_STREAM_END_EVENT:
-                        done = true;
-                        break;
-                case YAML_MAPPING_START_EVENT:
-                        if (in_map)
-                                r = fail(ret_error, -EINVAL, "line %u: unexpected mapping", line_of(&e));
-                        in_map = true;
-                        break;
-                case YAML_MAPPING_END_EVENT:
-                        in_map = false;
-                        break;
-                case YAML_SCALAR_EVENT:
-                        if (!in_map) {
-                                if (e.data.scalar.length == 0 || strcmp(scalar(&e), "~") == 0 ||
-                                    strcmp(scalar(&e), "null") == 0)
-                                        break; /* an empty document */
-                                r = fail(ret_error, -EINVAL, "line %u: the configuration must be a mapping "
-                                         "(default-group:, groups:)", line_of(&e));
-                        } else if (strcmp(scalar(&e), "groups") == 0) {
-                                if (c.n_groups > 0)
-                                        r = fail(ret_error, -EINVAL, "line %u: groups is given twice", line_of(&e));
-                                else
-                                        r = parse_groups(&p, &c, ret_error);
-                        } else if (strcmp(scalar(&e), "default-group") == 0) {
-                                r = next_event(&p, &v, ret_error);
-                                if (r < 0)
-                                        break;
-                                if (c.default_group)
-                                        r = fail(ret_error, -EINVAL, "line %u: default-group is given twice", line_of(&e));
-                                else if (v.type != YAML_SCALAR_EVENT)
-                                        r = fail(ret_error, -EINVAL, "line %u: default-group must be a group path",
-                                                 line_of(&v));
-                                else if (!(c.default_group = strdup(scalar(&v))))
-                                        r = -ENOMEM;
-                                yaml_event_delete(&v);
-                        } else
-                                r = fail(ret_error, -EINVAL, "line %u: unknown key %s (the keys are default-group and "
-                                         "groups)", line_of(&e), scalar(&e));
-                        break;
-                default:
-                        r = fail(ret_error, -EINVAL, "line %u: unexpected YAML (anchors and aliases are not taken)",
-                                 line_of(&e));
-                        break;
-                }
-                yaml_event_delete(&e);
-        }
-        yaml_parser_delete(&p);
+        r = ytree_load(text, len, &limits, hook_yaml_report, &h, &root);
+        if (r == -EINVAL && h.r < 0)
+                r = h.r;
+        else if (r == 0 && h.r < 0)
+                r = h.r; /* an anchor, alias or tag: reported, the tree is not read */
+        if (r == 0)
+                r = parse_config(&c, root, ret_error);
+        ytree_free(root);
         if (r == 0 && c.default_group && !hook_config_group(&c, c.default_group))
                 r = fail(ret_error, -EINVAL, "default-group %s is not one of groups", c.default_group);
         if (r < 0) {

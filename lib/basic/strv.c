@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "basic/macro.h"
@@ -38,4 +42,26 @@ char **strv_copy(char *const *l) {
                         return strv_free(c);
         }
         return c;
+}
+
+int strv_appendf(char ***l, const char *fmt, ...) {
+        size_t n = strv_length(*l);
+        char *s, **nl;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = vasprintf(&s, fmt, ap);
+        va_end(ap);
+        if (r < 0)
+                return -ENOMEM;
+        nl = realloc(*l, (n + 2) * sizeof(char *));
+        if (!nl) {
+                free(s);
+                return -ENOMEM;
+        }
+        nl[n] = s;
+        nl[n + 1] = NULL;
+        *l = nl;
+        return 0;
 }

@@ -18,3 +18,6 @@ static inline void strv_freep(char ***l) {
 char **strv_copy(char *const *l);
 /* Number of strings in l (0 for NULL). */
 size_t strv_length(char *const *l);
+/* Append a formatted string to *l (NULL: a new array), keeping it NULL-terminated. Returns 0, or
+ * -ENOMEM (l as it was). */
+_printf_(2, 3) int strv_appendf(char ***l, const char *fmt, ...);

@@ -342,16 +342,17 @@ def check_edfctl(mandir, edfctl):
 def conf_keys(conf_c):
     src = open(conf_c).read()
 
-    def macro(name):
-        m = re.search(r'#define %s "([^"]+)"' % name, src)
+    def table(name):
+        """The key names of a key table (static const ConfKey NAME[] = { ... };), in order."""
+        m = re.search(r'static const ConfKey %s\[\] = \{(.*?)\n\};' % name, src, re.S)
         if not m:
-            raise RuntimeError(f"{name} not found in {conf_c}")
-        return [k.strip() for k in m.group(1).split(",")]
+            raise RuntimeError(f"key table {name} not found in {conf_c}")
+        return re.findall(r'(?:\.name = |SIMPLE\()"([a-z-]+)"', m.group(1))
 
     m = re.search(r'unknown_key\(c, k, "(bandwidth, reservations, rate)"\)', src) or \
         re.search(r'unknown_key\(c, k, "([a-z, -]+)"\)', src)
     limit_keys = [k.strip() for k in m.group(1).split(",")] if m else []
-    return macro("TOP_KEYS"), macro("GROUP_KEYS"), limit_keys
+    return table("top_keys"), table("group_keys"), limit_keys
 
 
 def check_config(mandir, conf_c, edfd):

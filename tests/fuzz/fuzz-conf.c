@@ -14,7 +14,8 @@
  *
  * Build (from the top directory):
  *   clang -g -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -Idaemon -Ilib \
- *         daemon/conf.c lib/basic/[a-z]*.c lib/core/[a-z]*.c tests/fuzz/fuzz-conf.c -lyaml -o fuzz-conf
+ *         daemon/conf*.c lib/basic/[a-z]*.c lib/core/[a-z]*.c lib/yaml/[a-z]*.c tests/fuzz/fuzz-conf.c -lyaml \
+ *         -o fuzz-conf
  *   ./fuzz-conf -max_total_time=30 -max_len=4096 corpus-conf/ */
 
 #include <errno.h>

@@ -21,7 +21,7 @@ import struct
 import sys
 
 TOP = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-TARGETS = ("conf", "duration", "oci", "plan", "procmon")
+TARGETS = ("conf", "duration", "oci", "plan", "procmon", "yaml")
 
 
 def read(path):
@@ -130,6 +130,12 @@ def seeds_oci():
     return out
 
 
+def seeds_yaml():
+    """The YAML reader's: every YAML text its three users' tests read (JSON is YAML too)."""
+    return seeds_conf() + [s for s in seeds_plan() if s.lstrip().startswith(b"tasks")] + seeds_oci() + \
+        [s for s in c_strings("tests/unit/test-yaml-tree.c") if b":" in s or b"[" in s]
+
+
 def read_state_template():
     """test-oci-parse.c's state(): the OCI state its annotations go into."""
     for s in c_strings("tests/unit/test-oci-parse.c"):
@@ -168,7 +174,7 @@ def seeds_procmon():
 
 
 RULES = {"conf": seeds_conf, "duration": seeds_duration, "oci": seeds_oci, "plan": seeds_plan,
-         "procmon": seeds_procmon}
+         "procmon": seeds_procmon, "yaml": seeds_yaml}
 
 
 def gather(target):

@@ -679,8 +679,8 @@ Test(conf, malformed_yaml) {
                   "t.yaml:3:16: groups.a.bandwidth: unterminated quoted string: the file ends before its closing "
                   "quote" },
                 { "fork: split\n---\nfork: none\n", 1,
-                  "t.yaml:2:1: a second YAML document: edfd reads one, remove this \"---\" and merge what follows "
-                  "into the first" },
+                  "t.yaml:2:1: a second YAML document: only one is read; remove this \"---\" and merge what "
+                  "follows into the first" },
                 { "groups:\n  a: &x {bandwidth: 10%}\n  b: *x\n", 2,
                   "t.yaml:2:6: groups.a: anchors (&x) are not supported: write each value out in full",
                   "t.yaml:3:6: groups.b: aliases (*x) are not supported: write the value out in full" },
@@ -1462,7 +1462,7 @@ Test(conf, partition_errors) {
                 { "partition-shared-cpus: x\n", 1,
                   "t.yaml:1:24: partition-shared-cpus: \"x\" is not a CPU list (write it as 1 or 2-3,5)" },
                 { "partition-shared-cpus: [1]\n", 1,
-                  "t.yaml:1:24: partition-shared-cpus: expected a CPU list such as \"1\", not a sequence" },
+                  "t.yaml:1:24: partition-shared-cpus: expected a CPU list such as \"1\" or \"2-3\", not a sequence" },
         };
 
         check_errors(cases, ELEMENTSOF(cases));

@@ -194,13 +194,13 @@ Test(plan, bad_files) {
         parse_bad("b.yaml", "tasks: [ 3 ]\n", "b.yaml:1: each task is a mapping (name, runtime, deadline, period, group, split)");
         parse_bad("b.yaml", "tasks: [ { runtime: [1ms] } ]\n", "b.yaml:1: runtime must be a scalar");
         parse_bad("b.yaml", "tasks: [ { runtime: 1ms, runtime: 2ms } ]\n", "b.yaml:1: runtime given twice");
-        parse_bad("b.yaml", "tasks: [ &a { runtime: 1ms, period: 2ms }, *a ]\n", "b.yaml:1: aliases are not allowed");
-        parse_bad("b.yaml", "tasks: [\n", "b.yaml:2: not valid YAML: did not find expected node content");
+        parse_bad("b.yaml", "tasks: [ &a { runtime: 1ms, period: 2ms }, *a ]\n", "b.yaml:1: anchors (&a) are not supported: write each value out in full");
+        parse_bad("b.yaml", "tasks: [\n", "b.yaml:2: not valid YAML: did not find expected node content, while parsing a flow node at 2:1");
         parse_bad("b.yaml", "- 1\n", "b.yaml:1: expected a mapping with tasks:");
         parse_bad("b.yaml", "", "b.yaml: is empty (expected tasks:)");
         parse_bad("b.yaml", "tasks: []\n", "b.yaml: holds no task");
         parse_bad("b.yaml", "tasks: []\ntasks: []\n", "b.yaml:2: tasks given twice");
-        parse_bad("b.yaml", "tasks: [ { runtime: 1ms, period: 10ms } ]\n---\ntasks: []\n", "b.yaml:2: holds more than one document");
+        parse_bad("b.yaml", "tasks: [ { runtime: 1ms, period: 10ms } ]\n---\ntasks: []\n", "b.yaml:2: a second YAML document: only one is read; remove this \"---\" and merge what follows into the first");
         parse_bad("b.yaml", "{}\n", "b.yaml: has no tasks:");
         /* An escaped NUL: libyaml's scalar is longer than its C string. */
         parse_bad("b.yaml", "tasks:\n  - { period: 10ms,\n      runtime: \"5ms\\u0000xyzw\" }\n",
@@ -232,6 +232,43 @@ Test(plan, most_tasks) {
         cr_assert_eq(plan_file_parse("many.csv", buf, len - strlen(row), &f, err), 0, "%s", err);
         cr_assert_eq(f.n, PLAN_FILE_TASKS_MAX);
         plan_file_done(&f);
+}
+
+/* The same in YAML, every key given: the reader's node budget holds the most tasks a plan takes,
+ * one more is refused by count; a tree of values that are no tasks is cut at that budget. */
+Test(plan, most_tasks_yaml) {
+        size_t n = PLAN_FILE_TASKS_MAX + 1, size = 16 + n * 100, len = 0;
+        _cleanup_free_ char *buf = malloc(size), *want = NULL, *flat = NULL;
+        char err[PLAN_FILE_ERROR_MAX];
+        size_t end_of_max = 0;
+        PlanFile f;
+
+        cr_assert_not_null(buf);
+        len += (size_t) snprintf(buf, size, "tasks:\n");
+        for (size_t i = 0; i < n; i++) {
+                if (i == n - 1)
+                        end_of_max = len;
+                len += (size_t) snprintf(buf + len, size - len, "- {name: t%zu, runtime: 1024ns, deadline: 100ms, "
+                                         "period: 100ms, group: g, split: no}\n", i);
+        }
+        cr_assert_eq(plan_file_parse("many.yaml", buf, end_of_max, &f, err), 0, "%s", err);
+        cr_assert_eq(f.n, PLAN_FILE_TASKS_MAX);
+        plan_file_done(&f);
+        cr_assert_eq(plan_file_parse("many.yaml", buf, len, &f, err), -EINVAL);
+        cr_assert(asprintf(&want, "many.yaml:%zu: more than %u tasks, the most a plan takes (one CPU's test takes at "
+                           "most %u)", n + 1, PLAN_FILE_TASKS_MAX, EDF_TASKS_MAX) > 0);
+        cr_assert_str_eq(err, want);
+
+        /* A million scalars: refused once the tree is larger than the most tasks could make it. */
+        flat = malloc(16 + 2 * 1000000);
+        cr_assert_not_null(flat);
+        len = (size_t) sprintf(flat, "tasks: [");
+        for (size_t i = 0; i < 1000000; i++)
+                len += (size_t) sprintf(flat + len, "a,");
+        flat[len - 1] = ']';
+        cr_assert_eq(plan_file_parse("flat.yaml", flat, len, &f, err), -EINVAL);
+        cr_assert(strstr(err, "flat.yaml:1: holds more than ") == err && strstr(err, "values, more than 65536 tasks of "
+                  "six keys (the most a plan takes)"), "%s", err);
 }
 
 Test(plan, bad_calls) {
