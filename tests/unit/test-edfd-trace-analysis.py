@@ -287,5 +287,24 @@ for op, pi in ((0x80, False), (0x86, True)):
     ok(t["lock_waits"] == 1 and t["lock_waits_plain_woken_by_non_deadline"] == (0 if pi else 1),
        f"{kind} mutex: the thread's possible inversions: {0 if pi else 1}", t)
 
+# On several CPUs the kernel's rt_mutex spins while the holder runs elsewhere: the waiter is in
+# FUTEX_LOCK_PI and runs, on its own budget, without sleeping; that time is shown (and is lock time).
+L = [switch(0, BASE - 4 * MS, P, -1, "S", IDLE, 120),
+     wakeup(0, BASE, P, 0), switch(0, BASE, IDLE, 120, "R", P, -1),
+     futex_enter(0, BASE + 500 * 1000, P, 0x86), futex_exit(0, BASE + 2500 * 1000, P),
+     switch(0, BASE + 4 * MS, P, -1, "S", IDLE, 120)]
+th = T(100, 3 * MS, 10 * MS, 10 * MS)
+th.source, th.reservation = "tid", None
+an = analyse([th], L)
+jobs = [j for j in an.tasks[100].jobs if j.finish is not None and j.complete]
+ok(len(jobs) == 1 and jobs[0].pi_call == 2 * MS and jobs[0].pi_awake == 2 * MS and not jobs[0].blocks,
+   "PI lock taken spinning: 2 ms in the call, all of it awake, no sleep", [(j.pi_call, j.pi_awake, j.blocks) for j in jobs])
+rep = tr.summarize(an, [th], {}, {"start": BASE - 10 * MS, "stop": BASE + 20 * MS, "interrupted": False, "steal_ns": {},
+                   "deadline_tracepoints": []}, type("A", (), {"all_jobs": True})())
+r = rep["threads"][0]["late_or_throttled_jobs"]
+text = tr.job_line(rep["threads"][0], r[0], 4 * MS) if r else ""
+ok("in PI lock calls 2.00ms, 2.00ms of it awake (the kernel's rt_mutex spins while the holder runs on another CPU, "
+   "on the waiter's budget);" in text, "PI lock taken spinning: the line says so", text)
+
 print(f"1..{n}")
 sys.exit(1 if failed else 0)
