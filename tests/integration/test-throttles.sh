@@ -218,17 +218,35 @@ no_throttles() {
         stop
 }
 
-counting_tests() {
-        local counting t1 t2 mon_pid lines
-
-        counting=$(bcall get-property "$N" "$P" "$I" ThrottleCounting 2>&1)
-        if [ "$counting" != 's "on"' ]; then
-                skip "throttles of an overrun, of well-budgeted and of yielding threads" \
-                        "this kernel does not count: ThrottleCounting is $counting"
-                return
+# counting_on PROPERTY WHAT LOGGED: 0 when PROPERTY is "on" and edfd logged LOGGED once; else a skip
+# of WHAT with the property's value, and 1.
+counting_on() {
+        local state
+        state=$(bcall get-property "$N" "$P" "$I" "$1" 2>&1)
+        if [ "$state" != 's "on"' ]; then
+                skip "$2" "this kernel does not count: $1 is $state"
+                return 1
         fi
-        ok "ThrottleCounting is \"on\""
-        check "edfd logged once that it counts" test "$(grep -c "Counting throttles of managed threads" "$tmp/edfd.log")" = 1
+        ok "$1 is \"on\""
+        check "edfd logged once: $3" test "$(grep -c "$3" "$tmp/edfd.log")" = 1
+}
+
+# monitor_for SECONDS: edfctl monitor's output for SECONDS in $tmp/monitor.out (stopped by SIGINT).
+monitor_for() {
+        local mon_pid
+        "$edfctl" monitor >"$tmp/monitor.out" 2>&1 &
+        mon_pid=$!
+        bg_pids+=("$mon_pid")
+        sleep "$1"
+        kill -INT "$mon_pid"
+        wait "$mon_pid" 2>/dev/null
+}
+
+counting_tests() {
+        local t1 t2 lines
+
+        counting_on ThrottleCounting "throttles of an overrun, of well-budgeted and of yielding threads" \
+                "Counting throttles of managed threads" || return
         check "status says throttles are counted" sh -c "'$edfctl' status | grep -q '^   Throttles: counted per reservation (shown under those throttled)$'"
         # Attached once, at the start: CAP_BPF and CAP_PERFMON are gone after it (this test's own
         # sets have them, so edfd started with them).
@@ -267,12 +285,7 @@ counting_tests() {
         check "spinning: list --json has its count too" sh -c "'$edfctl' list --json | grep -q '\"throttles\": [1-9]'"
 
         # The monitor sees the count grow, each reservation at most once a second.
-        "$edfctl" monitor >"$tmp/monitor.out" 2>&1 &
-        mon_pid=$!
-        bg_pids+=("$mon_pid")
-        sleep 3.5
-        kill -INT "$mon_pid"
-        wait "$mon_pid" 2>/dev/null
+        monitor_for 3.5
         lines=$(grep -cE "throttled +#[0-9]+ pid $tid tid $tid \(sh\): [0-9]+ throttles since its admission" "$tmp/monitor.out")
         check "monitor: ReservationThrottled lines for the spinning thread ($lines in 3.5 s)" \
                 test "$lines" -ge 2 -a "$lines" -le 5
@@ -328,17 +341,10 @@ print(v); sys.exit(0 if len(v) >= 2 and v == sorted(v) and v[-1] > v[0] else 1)'
 # Possible lock waits: lock-inversion's deadline thread (its main thread: tid = pid) takes a mutex
 # 300 us into each 1 ms job; its SCHED_OTHER thread holds it for 2 ms of CPU, then sleeps 1 ms.
 lock_tests() {
-        local state lw lw2 mon_pid lines
+        local lw lw2 lines
 
-        state=$(bcall get-property "$N" "$P" "$I" LockWaitCounting 2>&1)
-        if [ "$state" != 's "on"' ]; then
-                skip "possible lock waits of a default mutex, of a PTHREAD_PRIO_INHERIT one, of no lock" \
-                        "this kernel does not count them: LockWaitCounting is $state"
-                return
-        fi
-        ok "LockWaitCounting is \"on\""
-        check "edfd logged once that it counts lock waits" \
-                test "$(grep -c "Counting possible lock waits of managed threads" "$tmp/edfd.log")" = 1
+        counting_on LockWaitCounting "possible lock waits of a default mutex, of a PTHREAD_PRIO_INHERIT one, of no lock" \
+                "Counting possible lock waits of managed threads" || return
         check "status says lock waits are counted" \
                 sh -c "'$edfctl' status | grep -q '^  Lock waits: counted per reservation (shown under those that waited)$'"
         if [ ! -x "$lock_inversion" ]; then
@@ -360,12 +366,7 @@ lock_tests() {
         check "default mutex: status shows them under the reservation, with the fix" \
                 sh -c "'$edfctl' status | grep -A2 -E 'tid $tid ' | grep -qE '^ +[0-9]+ possible lock waits since its admission \(woken from a futex wait by a thread without a deadline; the fix: a PTHREAD_PRIO_INHERIT mutex, libedfd\(3\)\)$'"
         check "default mutex: list --json has the count too" sh -c "'$edfctl' list --json | grep -q '\"lock_waits\": [1-9]'"
-        "$edfctl" monitor >"$tmp/monitor.out" 2>&1 &
-        mon_pid=$!
-        bg_pids+=("$mon_pid")
-        sleep 2.5
-        kill -INT "$mon_pid"
-        wait "$mon_pid" 2>/dev/null
+        monitor_for 2.5
         lines=$(grep -cE "^.*lockwait +#[0-9]+ pid $tid tid $tid \(lock-inversion\): [0-9]+ possible lock waits since its admission \(.*PTHREAD_PRIO_INHERIT mutex, libedfd\(3\)\)$" "$tmp/monitor.out")
         check "monitor: ReservationLockWaits lines for it ($lines in 2.5 s)" test "$lines" -ge 1 -a "$lines" -le 4
         lw2=$(count_of lock_waits "$tid")
