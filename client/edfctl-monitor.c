@@ -84,6 +84,14 @@ static int on_event(edfd *e, const edfd_event *ev, void *userdata) {
                        "throttled", edfd_event_id(ev), pid, tid, comm, edfd_event_throttles(ev),
                        edfd_event_throttles(ev) == 1 ? "" : "s");
                 break;
+        case EDFD_EVENT_LOCK_WAITS:
+                comm_suffix(pid, tid, comm, sizeof comm);
+                stamp();
+                printf("%-9s #%" PRIu64 " pid %" PRIu32 " tid %" PRIu32 "%s: %" PRIu64 " possible lock wait%s since its "
+                       "admission (woken from a futex wait by a thread without a deadline; the fix: a "
+                       "PTHREAD_PRIO_INHERIT mutex, libedfd(3))\n", "lockwait", edfd_event_id(ev), pid, tid, comm,
+                       edfd_event_lock_waits(ev), edfd_event_lock_waits(ev) == 1 ? "" : "s");
+                break;
         case EDFD_EVENT_GROUPS_CHANGED:
                 stamp();
                 printf("%-8s the group tree changed\n", "groups");

@@ -44,6 +44,7 @@ typedef struct ReservationRow {
         uint32_t uid;
         uint32_t cpu;              /* partitioned placement: its CPU; RESERVATION_GLOBAL: global */
         int64_t throttles;         /* -1: not counted */
+        int64_t lock_waits;        /* -1: not counted */
         char comm[17];             /* "" when the thread is not visible */
 } ReservationRow;
 
@@ -54,6 +55,7 @@ typedef struct Props {
         uint64_t capacity, allocated, unmanaged, kernel_capacity;
         unsigned waiting_at_start;
         const char *throttle_counting; /* "on", why not, or "" (an older edfd) */
+        const char *lock_wait_counting; /* the same for possible lock waits */
         int kernel_admission, overcommitted;
         uint32_t n_reservations, n_groups;
         uint64_t events_seen, events_lost, resyncs, unseen_children;
@@ -168,6 +170,7 @@ static int snapshot_rows(Snapshot *s) {
                         .uid = (uint32_t) edfd_reservation_uid(v),
                         .cpu = cpu < 0 ? RESERVATION_GLOBAL : (uint32_t) cpu,
                         .throttles = edfd_reservation_throttles(v),
+                        .lock_waits = edfd_reservation_lock_waits(v),
                 };
                 if (proc_thread_comm(w->pid, w->tid, w->comm) < 0)
                         w->comm[0] = '\0';
@@ -200,6 +203,7 @@ static int snapshot_rows(Snapshot *s) {
                 .unseen_children = edfd_status_unseen_children(x),
                 .waiting_at_start = edfd_status_waiting_at_start(x),
                 .throttle_counting = edfd_status_throttle_counting(x),
+                .lock_wait_counting = edfd_status_lock_wait_counting(x),
         };
         return 0;
 }
@@ -263,12 +267,17 @@ static int reservation_lines(const Snapshot *s, Table *t) {
         return r;
 }
 
-/* Under a reservation's line, when its thread was throttled: how often (nothing for none, and
- * nothing where edfd does not count: the Throttles line above says which). */
+/* Under a reservation's line, when its thread was throttled or woken from a lock by a thread
+ * without a deadline: how often (nothing for none, and nothing where edfd does not count: the
+ * Throttles and Lock waits lines above say which), and for the lock waits where the fix is. */
 static void throttles_line(const ReservationRow *v, unsigned indent) {
         if (v->throttles > 0)
                 printf("%*s%" PRId64 " throttle%s since its admission\n", (int) indent + 4, "", v->throttles,
                        v->throttles == 1 ? "" : "s");
+        if (v->lock_waits > 0)
+                printf("%*s%" PRId64 " possible lock wait%s since its admission (woken from a futex wait by a "
+                       "thread without a deadline; the fix: a PTHREAD_PRIO_INHERIT mutex, libedfd(3))\n",
+                       (int) indent + 4, "", v->lock_waits, v->lock_waits == 1 ? "" : "s");
 }
 
 /* Print "LABEL: text" wrapped at 80 columns, continuation lines under the text. */
@@ -292,6 +301,21 @@ static void print_wrapped(const char *label, const char *text) {
                 text += strspn(text, " ");
         }
         putchar('\n');
+}
+
+/* "LABEL: counted per reservation (shown under WHOM)", or "not counted: why"; nothing from an older
+ * edfd (state NULL or ""). */
+static void counting_line(const char *label, const char *state, const char *whom) {
+        char why[600];
+
+        if (!state || !*state)
+                return;
+        if (strcmp(state, "on") == 0) {
+                printf("%s: counted per reservation (shown under %s)\n", label, whom);
+                return;
+        }
+        snprintf(why, sizeof why, "not counted: %s", tty(state));
+        print_wrapped(label, why);
 }
 
 /* What edfd can promise on this machine besides its books, read here (the facts are the machine's,
@@ -493,13 +517,8 @@ static int status_print(const Snapshot *s) {
                        p->waiting_at_start == 1 ? "" : "es", p->waiting_at_start == 1 ? "its" : "their");
         printf("      Events: %" PRIu64 " seen, %" PRIu64 " lost, %" PRIu64 " resyncs, %" PRIu64
                " unseen children\n", p->events_seen, p->events_lost, p->resyncs, p->unseen_children);
-        if (p->throttle_counting && strcmp(p->throttle_counting, "on") == 0)
-                printf("   Throttles: counted per reservation (shown under those throttled)\n");
-        else if (p->throttle_counting && *p->throttle_counting) {
-                char why[600];
-                snprintf(why, sizeof why, "not counted: %s", tty(p->throttle_counting));
-                print_wrapped("   Throttles", why);
-        }
+        counting_line("   Throttles", p->throttle_counting, "those throttled");
+        counting_line("  Lock waits", p->lock_wait_counting, "those that waited");
         MachineFacts mf;
         machine_facts(&mf);
         machine_print(&mf);
@@ -677,6 +696,7 @@ static json_object *json_reservation(const ReservationRow *v) {
         JSON_ADD(o, "donated", v->split_from ? json_object_new_uint64(v->donated) : NULL, r);
         JSON_ADD(o, "cpu", v->cpu != RESERVATION_GLOBAL ? json_object_new_uint64(v->cpu) : NULL, r);
         JSON_ADD(o, "throttles", v->throttles >= 0 ? json_object_new_int64(v->throttles) : NULL, r);
+        JSON_ADD(o, "lock_waits", v->lock_waits >= 0 ? json_object_new_int64(v->lock_waits) : NULL, r);
         JSON_ADD(o, "uid", json_object_new_uint64(v->uid), r);
         if (r < 0) {
                 json_object_put(o);
@@ -777,6 +797,8 @@ static int json_status(const Snapshot *s, json_object **ret) {
         JSON_ADD(o, "waiting_at_start", json_object_new_int64(p->waiting_at_start), r);
         JSON_ADD(o, "throttle_counting",
                  p->throttle_counting && *p->throttle_counting ? json_text(p->throttle_counting) : NULL, r);
+        JSON_ADD(o, "lock_wait_counting",
+                 p->lock_wait_counting && *p->lock_wait_counting ? json_text(p->lock_wait_counting) : NULL, r);
         JSON_ADD(o, "free", p->capacity == UINT64_MAX ? NULL :
                  json_object_new_double(((double) p->capacity - (double) p->allocated) / (double) BW_UNIT), r);
         JSON_ADD(o, "overcommitted", json_object_new_boolean(p->overcommitted), r);

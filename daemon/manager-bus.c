@@ -393,7 +393,8 @@ static int method_release_process(sd_bus_message *msg, void *userdata, sd_bus_er
 static int method_list_reservations(sd_bus_message *msg, void *userdata, sd_bus_error *ret_error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         Manager *m = userdata;
-        uint64_t throttles;
+        ThrottleCounts counts;
+        bool lock_waits = strcmp(throttles_lock_state(m->throttles), "on") == 0;
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -415,8 +416,11 @@ static int method_list_reservations(sd_bus_message *msg, void *userdata, sd_bus_
                         r = sd_bus_message_append(reply, "{sv}", "donated", "t", res->donated);
                 if (r >= 0 && res->partitioned)
                         r = sd_bus_message_append(reply, "{sv}", "cpu", "u", res->cpu);
-                if (r >= 0 && throttles_read(m->throttles, res->tid, &throttles) >= 0)
-                        r = sd_bus_message_append(reply, "{sv}", "throttles", "t", throttles);
+                if (r >= 0 && throttles_read(m->throttles, res->tid, &counts) >= 0) {
+                        r = sd_bus_message_append(reply, "{sv}", "throttles", "t", counts.throttles);
+                        if (r >= 0 && lock_waits)
+                                r = sd_bus_message_append(reply, "{sv}", "lock_waits", "t", counts.lock_waits);
+                }
                 if (r >= 0)
                         r = sd_bus_message_close_container(reply);
                 if (r >= 0)
@@ -679,6 +683,8 @@ static int property_throttle_counting(sd_bus *bus, const char *path, const char 
                                       sd_bus_message *reply, void *userdata, sd_bus_error *error) {
         Manager *m = userdata;
 
+        if (strcmp(property, "LockWaitCounting") == 0)
+                return sd_bus_message_append(reply, "s", throttles_lock_state(m->throttles));
         return sd_bus_message_append(reply, "s", throttles_state(m->throttles));
 }
 
@@ -803,6 +809,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("UnseenChildren", "t", property_unseen_children, 0, 0),
         SD_BUS_PROPERTY("WaitingAtStart", "u", property_counts, 0, 0),
         SD_BUS_PROPERTY("ThrottleCounting", "s", property_throttle_counting, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("LockWaitCounting", "s", property_throttle_counting, 0, SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_METHOD_WITH_NAMES("Admit", "uustttt",
                                  SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(group) SD_BUS_PARAM(runtime)
                                  SD_BUS_PARAM(deadline) SD_BUS_PARAM(period) SD_BUS_PARAM(flags),
@@ -857,6 +864,8 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_SIGNAL("GroupsChanged", "", 0),
         SD_BUS_SIGNAL_WITH_NAMES("ReservationThrottled", "tuut",
                                  SD_BUS_PARAM(id) SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(throttles), 0),
+        SD_BUS_SIGNAL_WITH_NAMES("ReservationLockWaits", "tuut",
+                                 SD_BUS_PARAM(id) SD_BUS_PARAM(pid) SD_BUS_PARAM(tid) SD_BUS_PARAM(lock_waits), 0),
         SD_BUS_VTABLE_END,
 };
 
@@ -1009,6 +1018,10 @@ void manager_bus_emit_groups_changed(Manager *m) {
 
 void manager_bus_emit_throttled(Manager *m, const Reservation *r, uint64_t throttles) {
         emit(m, "ReservationThrottled", "tuut", r->id, r->pid, r->tid, throttles);
+}
+
+void manager_bus_emit_lock_waits(Manager *m, const Reservation *r, uint64_t lock_waits) {
+        emit(m, "ReservationLockWaits", "tuut", r->id, r->pid, r->tid, lock_waits);
 }
 
 bool manager_bus_subscribed(const Manager *m) {

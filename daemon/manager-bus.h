@@ -39,5 +39,7 @@ void manager_bus_emit_split(Manager *m, uint64_t donor, uint64_t child);
 void manager_bus_emit_groups_changed(Manager *m);
 /* ReservationThrottled(t id, u pid, u tid, t throttles): r's count grew to throttles. */
 void manager_bus_emit_throttled(Manager *m, const Reservation *r, uint64_t throttles);
+/* ReservationLockWaits(t id, u pid, u tid, t lock_waits): r's possible lock waits grew to lock_waits. */
+void manager_bus_emit_lock_waits(Manager *m, const Reservation *r, uint64_t lock_waits);
 /* Whether anyone is subscribed (a signal would go out). */
 bool manager_bus_subscribed(const Manager *m);

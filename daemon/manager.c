@@ -409,7 +409,8 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
         }
 
         /* Before adopt(): the re-adopted threads are counted too. */
-        if (throttles_new(&m->throttles, opts->no_throttle_count ? "turned off (--no-throttle-count)" : NULL) < 0) {
+        if (throttles_new(&m->throttles, opts->no_throttle_count ? "turned off (--no-throttle-count)" : NULL,
+                          true) < 0) {
                 manager_free(m);
                 return log_oom();
         }
@@ -417,6 +418,10 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
                 log_info("Counting throttles of managed threads (BPF on the sched_switch tracepoint)");
         else
                 log_notice("Throttles are not counted: %s", throttles_state(m->throttles));
+        if (strcmp(throttles_lock_state(m->throttles), "on") == 0)
+                log_info("Counting possible lock waits of managed threads (BPF on the sched_waking tracepoint)");
+        else if (throttles_on(m->throttles))
+                log_notice("Lock waits are not counted: %s", throttles_lock_state(m->throttles));
         /* The counter is attached for good: what only its load needed goes now. */
         {
                 char note[256];
@@ -453,16 +458,21 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
         return 0;
 }
 
-/* --- throttles: the counts seen once a second, a signal for each reservation whose count grew --- */
+/* --- throttles and lock waits: the counts seen once a second, a signal for each reservation whose
+ * count grew --- */
 
 #define THROTTLE_POLL_USEC UINT64_C(1000000)
 
-static void on_thread_throttled(void *userdata, uint32_t tid, uint64_t total) {
+static void on_thread_counted(void *userdata, uint32_t tid, const ThrottleCounts *total, unsigned what) {
         Manager *m = userdata;
         const Reservation *r = tree_find_thread(m->tree, tid);
 
-        if (r)
-                manager_bus_emit_throttled(m, r, total);
+        if (!r)
+                return;
+        if (what & THROTTLE_GREW_THROTTLES)
+                manager_bus_emit_throttled(m, r, total->throttles);
+        if (what & THROTTLE_GREW_LOCK_WAITS)
+                manager_bus_emit_lock_waits(m, r, total->lock_waits);
 }
 
 /* Nobody subscribed: nothing is read (the next subscriber's first second reports what grew since). */
@@ -470,7 +480,7 @@ static int on_throttle_timer(sd_event_source *s, uint64_t usec, void *userdata) 
         Manager *m = userdata;
 
         if (manager_bus_subscribed(m))
-                (void) throttles_poll(m->throttles, on_thread_throttled, m);
+                (void) throttles_poll(m->throttles, on_thread_counted, m);
         (void) sd_event_source_set_time_relative(s, THROTTLE_POLL_USEC);
         return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 
-/* The throttle counter's adapter: loads throttle.bpf.c through its libbpf skeleton (generated at
- * build time by bpftool gen skeleton), keeps the map's entries to the threads edfd manages, reads
- * them. See throttle.h. */
+/* The throttle and lock-wait counters' adapter: loads throttle.bpf.c through its libbpf skeleton
+ * (generated at build time by bpftool gen skeleton), keeps the map's entries to the threads edfd
+ * manages, reads them. See throttle.h. */
 
 #include <errno.h>
 #include <stdarg.h>
@@ -18,6 +18,7 @@
 #include "basic/macro.h"
 #include "core/throttle.h"
 #include "log.h"
+#include "throttle-counts.h"
 #include "throttle.h"
 
 #if HAVE_BPF
@@ -33,7 +34,8 @@ struct Throttles {
         int map_fd;                /* -1: off */
         bool counting;             /* the program's flag is on: only while some thread is counted */
         char reason[256];          /* "on", or why not */
-        Hashmap seen;              /* tid -> uint64_t *: the count the last poll saw */
+        char lock_reason[256];     /* lock waits: "on", or why not */
+        Hashmap seen;              /* tid -> ThrottleCounts *: the counts the last poll saw */
 };
 
 #if HAVE_BPF
@@ -52,32 +54,70 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
         return 0;
 }
 
-static int load(Throttles *t) {
+/* Open and load the object; lock_waits false: without the wakeup program. */
+static int open_load(Throttles *t, bool lock_waits, struct throttle_bpf **ret) {
         struct throttle_bpf *s;
         int r;
 
-        libbpf_set_print(libbpf_log);
-        if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
-                r = errno;
-                throttle_reason(THROTTLE_STEP_BTF, r, t->reason, sizeof t->reason);
-                return -r;
-        }
         s = throttle_bpf__open();
         if (!s) {
                 r = errno ? errno : EINVAL;
                 throttle_reason(THROTTLE_STEP_OPEN, r, t->reason, sizeof t->reason);
                 return -r;
         }
+#ifdef EDFD_LOCK_WAITS
+        if (!lock_waits)
+                (void) bpf_program__set_autoload(s->progs.edfd_on_waking, false);
+#endif
         r = throttle_bpf__load(s);
         if (r < 0) {
                 throttle_reason(THROTTLE_STEP_LOAD, -r, t->reason, sizeof t->reason);
                 throttle_bpf__destroy(s);
                 return r;
         }
+        *ret = s;
+        return 0;
+}
+
+static int load(Throttles *t, bool lock_waits) {
+        struct throttle_bpf *s = NULL;
+        int r;
+
+        libbpf_set_print(libbpf_log);
+        if (access("/sys/kernel/btf/vmlinux", R_OK) < 0) {
+                r = errno;
+                throttle_reason(THROTTLE_STEP_BTF, r, t->reason, sizeof t->reason);
+                snprintf(t->lock_reason, sizeof t->lock_reason, "%s", t->reason);
+                return -r;
+        }
+#ifdef EDFD_LOCK_WAITS
+        if (!lock_waits) {
+                snprintf(t->lock_reason, sizeof t->lock_reason, "turned off");
+                r = open_load(t, false, &s);
+        } else if ((r = open_load(t, true, &s)) >= 0)
+                snprintf(t->lock_reason, sizeof t->lock_reason, "on");
+        else {
+                /* The wakeup program needs more of the kernel (bpf_task_pt_regs(): Linux 5.15) than the
+                 * switch program: count throttles without it. */
+                char why[256];
+
+                throttle_reason(THROTTLE_STEP_LOAD, -r, why, sizeof why);
+                snprintf(t->lock_reason, sizeof t->lock_reason, "%.200s (lock waits need Linux 5.15 or later)", why);
+                r = open_load(t, false, &s);
+        }
+#else
+        snprintf(t->lock_reason, sizeof t->lock_reason, "not on this architecture (x86-64 and arm64 only)");
+        r = open_load(t, false, &s);
+#endif
+        if (r < 0) {
+                snprintf(t->lock_reason, sizeof t->lock_reason, "%s", t->reason);
+                return r;
+        }
         /* Attached for edfd's life (CAP_BPF and CAP_PERFMON are needed for this and no more:
          * throttles_seal()), its flag off until a thread is counted. */
         if (!s->bss) {
                 throttle_reason(THROTTLE_STEP_LOAD, ENOTSUP, t->reason, sizeof t->reason);
+                snprintf(t->lock_reason, sizeof t->lock_reason, "%s", t->reason);
                 throttle_bpf__destroy(s);
                 return -ENOTSUP;
         }
@@ -85,17 +125,18 @@ static int load(Throttles *t) {
         r = throttle_bpf__attach(s);
         if (r < 0) {
                 throttle_reason(THROTTLE_STEP_ATTACH, -r, t->reason, sizeof t->reason);
+                snprintf(t->lock_reason, sizeof t->lock_reason, "%s", t->reason);
                 throttle_bpf__destroy(s);
                 return r;
         }
         t->skel = s;
-        t->map_fd = bpf_map__fd(s->maps.throttles);
+        t->map_fd = bpf_map__fd(s->maps.counts);
         snprintf(t->reason, sizeof t->reason, "on");
         return 0;
 }
 #endif
 
-int throttles_new(Throttles **ret, const char *disabled) {
+int throttles_new(Throttles **ret, const char *disabled, bool lock_waits) {
         Throttles *t = calloc(1, sizeof *t);
 
         if (!t)
@@ -105,11 +146,13 @@ int throttles_new(Throttles **ret, const char *disabled) {
                 snprintf(t->reason, sizeof t->reason, "%s", disabled);
         else {
 #if HAVE_BPF
-                (void) load(t);
+                (void) load(t, lock_waits);
 #else
                 snprintf(t->reason, sizeof t->reason, "edfd was built without BPF support (libbpf, clang, bpftool)");
 #endif
         }
+        if (!t->lock_reason[0])
+                snprintf(t->lock_reason, sizeof t->lock_reason, "%s", t->reason);
         *ret = t;
         return 0;
 }
@@ -133,6 +176,10 @@ const char *throttles_state(const Throttles *t) {
         return t ? t->reason : "not started";
 }
 
+const char *throttles_lock_state(const Throttles *t) {
+        return t ? t->lock_reason : "not started";
+}
+
 size_t throttles_tracked(const Throttles *t) {
         return t ? t->seen.n_items : 0;
 }
@@ -154,7 +201,7 @@ int throttles_seal(Throttles *t, char *note, size_t size) {
 #if HAVE_BPF
         if (throttles_on(t)) {
                 uint32_t none = 0; /* never a counted thread */
-                uint64_t v;
+                struct edfd_counts v;
 
                 r = bpf_map_lookup_elem(t->map_fd, &none, &v) < 0 ? -errno : 0;
                 if (r != -ENOENT) {
@@ -183,7 +230,8 @@ int throttles_seal(Throttles *t, char *note, size_t size) {
 
 #if HAVE_BPF
 int throttles_track(Throttles *t, uint32_t tid) {
-        uint64_t zero = 0, *seen;
+        struct edfd_counts zero = { 0, 0 };
+        ThrottleCounts *seen;
         int r;
 
         if (!throttles_on(t))
@@ -201,7 +249,7 @@ int throttles_track(Throttles *t, uint32_t tid) {
                         return r;
                 }
         }
-        *seen = 0;
+        *seen = (ThrottleCounts) { 0, 0 };
         r = bpf_map_update_elem(t->map_fd, &tid, &zero, BPF_ANY);
         if (r < 0) {
                 r = -errno;
@@ -216,7 +264,7 @@ int throttles_track(Throttles *t, uint32_t tid) {
 }
 
 void throttles_untrack(Throttles *t, uint32_t tid) {
-        uint64_t *seen;
+        ThrottleCounts *seen;
 
         if (!throttles_on(t))
                 return;
@@ -231,26 +279,37 @@ void throttles_untrack(Throttles *t, uint32_t tid) {
         }
 }
 
-int throttles_read(const Throttles *t, uint32_t tid, uint64_t *ret) {
+static int lookup(const Throttles *t, uint32_t tid, ThrottleCounts *ret) {
+        struct edfd_counts v;
+
+        if (bpf_map_lookup_elem(t->map_fd, &tid, &v) < 0)
+                return -errno;
+        *ret = (ThrottleCounts) { .throttles = v.throttles, .lock_waits = v.lock_waits };
+        return 0;
+}
+
+int throttles_read(const Throttles *t, uint32_t tid, ThrottleCounts *ret) {
         if (!throttles_on(t))
                 return -EOPNOTSUPP;
         if (!hashmap_get(&t->seen, tid))
                 return -ENOENT;
-        return bpf_map_lookup_elem(t->map_fd, &tid, ret) < 0 ? -errno : 0;
+        return lookup(t, tid, ret);
 }
 
 size_t throttles_poll(Throttles *t, ThrottlesGrew grew, void *userdata) {
-        uint64_t tid, *seen, now;
+        ThrottleCounts *seen, now;
+        uint64_t tid;
         size_t n = 0;
+        unsigned what;
 
         if (!throttles_on(t))
                 return 0;
         HASHMAP_FOREACH_KEY(seen, tid, &t->seen, i) {
                 uint32_t k = (uint32_t) tid;
-                if (bpf_map_lookup_elem(t->map_fd, &k, &now) < 0 || !throttle_grew(seen, now))
+                if (lookup(t, k, &now) < 0 || (what = throttle_counts_grew(seen, &now)) == 0)
                         continue;
                 n++;
-                grew(userdata, k, now);
+                grew(userdata, k, &now, what);
         }
         return n;
 }
@@ -260,7 +319,7 @@ int throttles_track(Throttles *t, uint32_t tid) {
 }
 void throttles_untrack(Throttles *t, uint32_t tid) {
 }
-int throttles_read(const Throttles *t, uint32_t tid, uint64_t *ret) {
+int throttles_read(const Throttles *t, uint32_t tid, ThrottleCounts *ret) {
         return -EOPNOTSUPP;
 }
 size_t throttles_poll(Throttles *t, ThrottlesGrew grew, void *userdata) {

@@ -2,12 +2,24 @@
 
 /* A periodic real-time loop on libedfd, the way an application should do it:
  *
- *   1. initialize first (allocate, touch and lock memory, open files): start-up costs would
- *      otherwise be charged to the first budgets and make the first jobs late;
+ *   1. initialize first (allocate, touch and lock memory, open files, start the helper threads):
+ *      start-up costs would otherwise be charged to the first budgets and make the first jobs late;
  *   2. admit the calling thread (edfd makes it SCHED_DEADLINE, or says why not);
  *   3. run one job per period and end each with edfd_job_done(), which hands the rest of the budget
  *      back and sleeps until the next period;
  *   4. release the reservation before leaving (an exit would give it back too).
+ *
+ * What the deadline thread shares with a normal thread is locked with a PTHREAD_PRIO_INHERIT
+ * mutex. Here the late jobs are printed by a helper thread (SCHED_OTHER: stdio may block, and has
+ * no place in a job), from a queue the two share. With a default mutex, a job that wants the lock
+ * while the helper holds it sleeps until the helper lets go, and the helper runs only when the
+ * scheduler gives a normal thread its turn: behind every other deadline thread, and sharing the CPU
+ * with every normal one (a priority inversion; edfctl status counts these as possible lock waits,
+ * edfd-trace names them). A priority-inheritance mutex lends the waiter's deadline to the holder
+ * until it lets go, so the wait is the holder's critical section and no more. Its cost: a lock or
+ * unlock nobody contends is one atomic instruction in user space either way; a contended one is a
+ * system call (futex FUTEX_LOCK_PI / FUTEX_UNLOCK_PI) and the kernel's rt_mutex bookkeeping, a few
+ * microseconds. Keep the critical sections short: the holder runs them on the waiter's budget.
  *
  *   periodic [-T RUNTIME_US] [-P PERIOD_US] [-w WORK_US] [-n JOBS] [-g GROUP] [-v]
  *
@@ -18,10 +30,12 @@
  *
  * Build it against an installed libedfd:  cc -o periodic periodic.c $(pkg-config --cflags --libs libedfd) */
 
-#define _POSIX_C_SOURCE 200809L /* clock_gettime(), mlockall(), getopt() */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime(), mlockall(), getopt(), nanosleep() */
+#define _XOPEN_SOURCE 700       /* pthread_mutexattr_setprotocol() */
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +46,71 @@
 #include <edfd/edfd.h>
 
 #define USEC UINT64_C(1000)
+
+/* The late jobs, from the deadline thread to the printer: a ring both use under one PI mutex. */
+#define LATE_MAX 64
+static struct {
+        pthread_mutex_t lock;
+        uint64_t job[LATE_MAX], late_us[LATE_MAX];
+        unsigned head, n;       /* the oldest entry, how many */
+        uint64_t dropped;       /* late jobs that found the ring full */
+        int done;               /* the jobs are over: print what is left and stop */
+} late_queue;
+
+static int late_queue_init(void) {
+        pthread_mutexattr_t a;
+        int r;
+
+        r = pthread_mutexattr_init(&a);
+        if (r != 0)
+                return -r;
+        r = pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT);
+        if (r == 0)
+                r = pthread_mutex_init(&late_queue.lock, &a);
+        pthread_mutexattr_destroy(&a);
+        return -r;
+}
+
+/* In the job: a few stores under the lock, no system call unless the printer holds it. */
+static void late_queue_push(uint64_t job, uint64_t late_us) {
+        pthread_mutex_lock(&late_queue.lock);
+        if (late_queue.n < LATE_MAX) {
+                unsigned i = (late_queue.head + late_queue.n++) % LATE_MAX;
+                late_queue.job[i] = job;
+                late_queue.late_us[i] = late_us;
+        } else
+                late_queue.dropped++;
+        pthread_mutex_unlock(&late_queue.lock);
+}
+
+/* The printer: a normal thread, started before the admission. Takes one entry at a time under the
+ * lock and prints it outside. */
+static void *late_printer(void *arg) {
+        struct timespec pause = { 0, 20 * 1000 * 1000 };
+
+        (void) arg;
+        for (;;) {
+                uint64_t job = 0, late_us = 0;
+                int have = 0, done;
+
+                pthread_mutex_lock(&late_queue.lock);
+                if (late_queue.n > 0) {
+                        job = late_queue.job[late_queue.head];
+                        late_us = late_queue.late_us[late_queue.head];
+                        late_queue.head = (late_queue.head + 1) % LATE_MAX;
+                        late_queue.n--;
+                        have = 1;
+                }
+                done = late_queue.done && late_queue.n == 0;
+                pthread_mutex_unlock(&late_queue.lock);
+                if (have)
+                        printf("job %" PRIu64 " ended %" PRIu64 " us after its deadline\n", job, late_us);
+                else if (done)
+                        return NULL;
+                else
+                        nanosleep(&pause, NULL);
+        }
+}
 
 static uint64_t clock_ns(clockid_t clock) {
         struct timespec ts;
@@ -70,6 +149,7 @@ int main(int argc, char **argv) {
         uint64_t late = 0, deadline, now;
         int c, r, status = 1;
         int verbose = 0;
+        pthread_t printer;
 
         while ((c = getopt(argc, argv, "T:P:w:n:g:vh")) >= 0) {
                 switch (c) {
@@ -95,13 +175,26 @@ int main(int argc, char **argv) {
                 return 2;
         }
 
-        /* 1. Initialize: everything that may fault or block happens before the admission. */
+        /* 1. Initialize: everything that may fault or block happens before the admission. The
+         * printer is started now, so that it stays a normal thread (a thread a deadline thread
+         * creates is one too, by edfd's fork rule or the kernel's reset-on-fork; either way its
+         * creation would run on the first budget). */
         if (mlockall(MCL_CURRENT | MCL_FUTURE) < 0)
                 fprintf(stderr, "periodic: mlockall: %s (going on unlocked)\n", strerror(errno));
+        r = late_queue_init();
+        if (r < 0) {
+                fprintf(stderr, "periodic: cannot make a priority-inheritance mutex: %s\n", strerror(-r));
+                return 1;
+        }
+        r = pthread_create(&printer, NULL, late_printer, NULL);
+        if (r != 0) {
+                fprintf(stderr, "periodic: cannot start the printer thread: %s\n", strerror(r));
+                return 1;
+        }
         r = edfd_open(&e);
         if (r < 0) {
                 fprintf(stderr, "periodic: cannot connect to the system bus: %s\n", strerror(-r));
-                return 1;
+                goto finish;
         }
         if ((r = edfd_request_new(&q)) < 0 ||
             (r = edfd_request_set_runtime(q, runtime_us * USEC)) < 0 ||
@@ -132,8 +225,7 @@ int main(int argc, char **argv) {
                 if (now > deadline) {
                         late++;
                         if (verbose)
-                                printf("job %" PRIu64 " ended %" PRIu64 " us after its deadline\n", i,
-                                       (now - deadline) / USEC);
+                                late_queue_push(i, (now - deadline) / USEC);
                 }
                 /* The kernel gives the next job a fresh budget at this job's deadline (or at once
                  * when that has passed), with a deadline one period later. */
@@ -144,10 +236,17 @@ int main(int argc, char **argv) {
                         goto release;
                 }
         }
-        printf("ran %" PRIu64 " jobs of %" PRIu64 " us, %" PRIu64 " ended after their deadline\n", jobs, work_us, late);
         status = 0;
 
 release:
+        /* The printer prints what is left, then the summary comes. */
+        pthread_mutex_lock(&late_queue.lock);
+        late_queue.done = 1;
+        pthread_mutex_unlock(&late_queue.lock);
+        pthread_join(printer, NULL);
+        if (status == 0)
+                printf("ran %" PRIu64 " jobs of %" PRIu64 " us, %" PRIu64 " ended after their deadline%s\n", jobs,
+                       work_us, late, late_queue.dropped ? " (some not printed: the queue was full)" : "");
         /* 4. Give the bandwidth back. */
         r = edfd_release(e, id);
         if (r < 0) {
@@ -156,6 +255,12 @@ release:
         } else
                 printf("released reservation %" PRIu64 "\n", id);
 finish:
+        if (status == 1 && !late_queue.done) { /* refused: the printer still waits */
+                pthread_mutex_lock(&late_queue.lock);
+                late_queue.done = 1;
+                pthread_mutex_unlock(&late_queue.lock);
+                pthread_join(printer, NULL);
+        }
         edfd_request_free(q);
         edfd_close(e);
         return status;

@@ -55,3 +55,13 @@ bool throttle_grew(uint64_t *reported, uint64_t now) {
         *reported = now;
         return grew;
 }
+
+unsigned throttle_counts_grew(ThrottleCounts *reported, const ThrottleCounts *now) {
+        unsigned grew = 0;
+
+        if (throttle_grew(&reported->throttles, now->throttles))
+                grew |= THROTTLE_GREW_THROTTLES;
+        if (throttle_grew(&reported->lock_waits, now->lock_waits))
+                grew |= THROTTLE_GREW_LOCK_WAITS;
+        return grew;
+}

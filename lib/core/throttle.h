@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-/* Throttle counts (daemon/throttle.c counts them in the kernel): the rules that need no kernel.
- * A throttle is one time a deadline thread left the CPU with its runtime used up before the end of
- * its period (not by sched_yield()). */
+/* Throttle and lock-wait counts (daemon/throttle.c counts them in the kernel): the rules that need
+ * no kernel. A throttle is one time a deadline thread left the CPU with its runtime used up before
+ * the end of its period (not by sched_yield()). */
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,3 +26,17 @@ char *throttle_reason(ThrottleStep step, int err, char *buf, size_t size);
  * to be reported). A count below the last one (the thread's entry was made again) is taken as the
  * new base, not reported. */
 bool throttle_grew(uint64_t *reported, uint64_t now);
+
+/* A counted thread's figures: its throttles, and its possible lock waits (woken from a futex wait
+ * that does not inherit priority by a thread without a deadline: daemon/throttle.bpf.c). */
+typedef struct ThrottleCounts {
+        uint64_t throttles;
+        uint64_t lock_waits;
+} ThrottleCounts;
+
+#define THROTTLE_GREW_THROTTLES 1u
+#define THROTTLE_GREW_LOCK_WAITS 2u
+
+/* throttle_grew() for each count: the THROTTLE_GREW_* bits of those that grew (0: none); *reported
+ * becomes now. */
+unsigned throttle_counts_grew(ThrottleCounts *reported, const ThrottleCounts *now);

@@ -216,6 +216,13 @@ int edfd_reservation_cpu(const edfd_reservation *v);
  * before its period ended; ending a job with edfd_job_done() is not counted), or -1 when edfd does
  * not count (edfd_status_throttle_counting() says why) or is older. Since 0.1. */
 int64_t edfd_reservation_throttles(const edfd_reservation *v);
+/* Its thread's possible lock waits since it was admitted: how often it was woken from a futex wait
+ * that does not inherit priority (a default mutex, a condition variable, a semaphore) by a thread
+ * without a deadline, which the scheduler runs after it however urgent its deadline (a possible
+ * priority inversion; a PTHREAD_PRIO_INHERIT mutex lends the holder the waiter's deadline:
+ * libedfd(3)). -1 when edfd does not count them (edfd_status_lock_wait_counting() says why) or is
+ * older. Since 0.2. */
+int64_t edfd_reservation_lock_waits(const edfd_reservation *v);
 
 /* The groups (EDFD_SNAPSHOT_GROUPS), in edfd's order. */
 size_t edfd_snapshot_n_groups(const edfd_snapshot *s);
@@ -276,6 +283,9 @@ unsigned edfd_status_waiting_at_start(const edfd_snapshot *s);
 /* Whether edfd counts throttles: "on", or why not ("the kernel refused the BPF program: ...");
  * "" from an older edfd or when the snapshot did not ask. Since 0.1. */
 const char *edfd_status_throttle_counting(const edfd_snapshot *s);
+/* Whether edfd counts possible lock waits: "on", or why not; "" from an older edfd or when the
+ * snapshot did not ask. Since 0.2. */
+const char *edfd_status_lock_wait_counting(const edfd_snapshot *s);
 
 /* --- events: edfd_subscribe(3) --- */
 
@@ -292,6 +302,9 @@ typedef enum edfd_event_type {
         EDFD_EVENT_DISCONNECTED = 8,  /* the bus connection is lost; nothing more comes */
         EDFD_EVENT_THROTTLED = 9,     /* a thread's throttles grew (looked at once a second): id, pid,
                                        * tid, throttles (the total since its admission). Since 0.1. */
+        EDFD_EVENT_LOCK_WAITS = 10,   /* a thread's possible lock waits grew (looked at once a second):
+                                       * id, pid, tid, lock_waits (the total since its admission).
+                                       * Since 0.2. */
 } edfd_event_type;
 
 /* Called for each event, from edfd_process(); ev is valid during the call only. A negative return
@@ -334,6 +347,9 @@ uint64_t edfd_event_period(const edfd_event *ev);
 int edfd_event_cpu(const edfd_event *ev);
 /* THROTTLED: the reservation's throttles since its admission. 0 for other events. Since 0.1. */
 uint64_t edfd_event_throttles(const edfd_event *ev);
+/* LOCK_WAITS: the reservation's possible lock waits since its admission. 0 for other events.
+ * Since 0.2. */
+uint64_t edfd_event_lock_waits(const edfd_event *ev);
 
 /* For __attribute__((cleanup)): edfd *e __attribute__((cleanup(edfd_closep))) = NULL; */
 static inline void edfd_closep(edfd **e) {

@@ -17,7 +17,7 @@
 
 struct edfd_event {
         edfd_event_type type;
-        uint64_t id, child_id, runtime, deadline, period, throttles;
+        uint64_t id, child_id, runtime, deadline, period, throttles, lock_waits;
         uint32_t pid, tid;
         int cpu;                   /* -1: none said (global placement, or an older edfd) */
         const char *group, *reason;
@@ -75,6 +75,9 @@ static int on_signal(sd_bus_message *m, void *userdata, sd_bus_error *ret_error)
         } else if (strcmp(member, "ReservationThrottled") == 0) {
                 ev.type = EDFD_EVENT_THROTTLED;
                 r = sd_bus_message_read(m, "tuut", &ev.id, &ev.pid, &ev.tid, &ev.throttles);
+        } else if (strcmp(member, "ReservationLockWaits") == 0) {
+                ev.type = EDFD_EVENT_LOCK_WAITS;
+                r = sd_bus_message_read(m, "tuut", &ev.id, &ev.pid, &ev.tid, &ev.lock_waits);
         } else if (strcmp(member, "GroupsChanged") == 0)
                 ev.type = EDFD_EVENT_GROUPS_CHANGED;
         else
@@ -269,4 +272,8 @@ int edfd_event_cpu(const edfd_event *ev) {
 }
 uint64_t edfd_event_throttles(const edfd_event *ev) {
         return ev ? ev->throttles : 0;
+}
+
+uint64_t edfd_event_lock_waits(const edfd_event *ev) {
+        return ev ? ev->lock_waits : 0;
 }

@@ -37,6 +37,7 @@ struct edfd_reservation {
         uint32_t uid, cpu;
         int has_cpu;
         uint64_t throttles;        /* UINT64_MAX: not counted (edfd does not, or is older) */
+        uint64_t lock_waits;       /* UINT64_MAX: not counted (edfd does not, or is older) */
 };
 
 struct edfd_group {
@@ -66,6 +67,7 @@ typedef struct Status {
         uint64_t events_seen, events_lost, resyncs, unseen_children;
         uint32_t waiting_at_start;
         const char *throttle_counting;
+        const char *lock_wait_counting;
 } Status;
 
 struct edfd_snapshot {
@@ -124,6 +126,7 @@ static int parse_reservations(edfd_snapshot *s, sd_bus_message *m) {
                 { "donated", 't', offsetof(edfd_reservation, donated) },
                 { "cpu", 'u', offsetof(edfd_reservation, cpu) },
                 { "throttles", 't', offsetof(edfd_reservation, throttles) },
+                { "lock_waits", 't', offsetof(edfd_reservation, lock_waits) },
         };
         size_t allocated = 0;
         int r;
@@ -132,7 +135,7 @@ static int parse_reservations(edfd_snapshot *s, sd_bus_message *m) {
         if (r <= 0)
                 return r < 0 ? r : -EBADMSG;
         while ((r = sd_bus_message_enter_container(m, 'r', EDFD_RESERVATION_ENTRY)) > 0) {
-                edfd_reservation v = { .cpu = UINT32_MAX, .throttles = UINT64_MAX }, *n;
+                edfd_reservation v = { .cpu = UINT32_MAX, .throttles = UINT64_MAX, .lock_waits = UINT64_MAX }, *n;
                 r = sd_bus_message_read(m, "tuusttttttu", &v.id, &v.pid, &v.tid, &v.group, &v.runtime, &v.deadline,
                                         &v.period, &v.bw, &v.flags, &v.split_from, &v.uid);
                 if (r >= 0)
@@ -241,6 +244,7 @@ static int parse_status(edfd_snapshot *s, sd_bus_message *m) {
                 { "UnseenChildren", 't', offsetof(Status, unseen_children) },
                 { "WaitingAtStart", 'u', offsetof(Status, waiting_at_start) },
                 { "ThrottleCounting", 's', offsetof(Status, throttle_counting) },
+                { "LockWaitCounting", 's', offsetof(Status, lock_wait_counting) },
         };
 
         return edfd_read_dict(m, map, sizeof map / sizeof map[0], &s->status);
@@ -320,6 +324,7 @@ int edfd_snapshot_fetch(edfd *e, unsigned what, edfd_snapshot **ret) {
                 return edfd_fail(e, -ENOMEM, "out of memory for the snapshot");
         s->status.version = "";
         s->status.throttle_counting = "";
+        s->status.lock_wait_counting = "";
         s->placement_note = "";
         r = fetch(e, s, what);
         if (r < 0) {
@@ -383,6 +388,9 @@ int edfd_reservation_cpu(const edfd_reservation *v) {
 int64_t edfd_reservation_throttles(const edfd_reservation *v) {
         return v && v->throttles <= INT64_MAX ? (int64_t) v->throttles : -1;
 }
+int64_t edfd_reservation_lock_waits(const edfd_reservation *v) {
+        return v && v->lock_waits <= INT64_MAX ? (int64_t) v->lock_waits : -1;
+}
 
 GETTER(const char *, group, path, path, "")
 GETTER(uint64_t, group, runtime, runtime, 0)
@@ -433,3 +441,4 @@ STATUS_GETTER(uint64_t, resyncs, 0)
 STATUS_GETTER(uint64_t, unseen_children, 0)
 STATUS_GETTER(unsigned, waiting_at_start, 0)
 STATUS_GETTER(const char *, throttle_counting, "")
+STATUS_GETTER(const char *, lock_wait_counting, "")

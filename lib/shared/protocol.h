@@ -34,6 +34,8 @@
  *       reservation  "donated" t: the runtime its donor gave it at a split (split children only);
  *                    "cpu" u: the CPU of a reservation of partitioned placement (absent: global)
  *                    "throttles" t: its thread's throttles since admission (while counted)
+ *                    "lock_waits" t: its thread's possible lock waits since admission (while
+ *                    counted)
  *       group        "min_split_runtime" t (effective), "overridden" b (a configured group
  *                    resized at run time)
  *     pids and tids are u everywhere, in methods as in signals.
@@ -48,7 +50,8 @@
  *   Echo(t value) -> (t value)   (no side effects; the floor for benchmarks)
  * Properties: Version s, Capacity t, Allocated t, Unmanaged t, KernelCapacity t, KernelAdmission b,
  *   Overcommitted b, Reservations u, Groups u, EventsSeen t, EventsLost t, Resyncs t,
- *   UnseenChildren t, WaitingAtStart u, ThrottleCounting s ("on" or why not)
+ *   UnseenChildren t, WaitingAtStart u, ThrottleCounting s ("on" or why not),
+ *   LockWaitCounting s ("on" or why not)
  * Signals:
  *   ReservationAdded(t id, u pid, u tid, s group, s reason)      reason: requested, split,
  *                                                                 inherited
@@ -58,6 +61,7 @@
  *                                                                 reason: requested, split,
  *                                                                 returned, partition
  *   ReservationThrottled(t id, u pid, u tid, t throttles)        its count grew (once a second)
+ *   ReservationLockWaits(t id, u pid, u tid, t lock_waits)       its count grew (once a second)
  *   Split(t donor_id, t child_id)
  *   GroupsChanged()
  */

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* What the throttle counter (daemon/throttle.c, a BPF program on sched_switch) costs.
+/* What the throttle and lock-wait counters (daemon/throttle.c: BPF programs on sched_switch and
+ * sched_waking) cost.
  *
  *   bench-throttle [--rounds N] [--trips N] [--tids N]
  *
  * 1. Every context switch of the machine: two processes ping-pong one byte over two pipes, both
- *    pinned to CPU 0, --trips round trips (two context switches each) per measurement; with the
- *    program attached (A) and not (B), alternated --rounds times in one run, since this machine
- *    drifts. The difference of the medians, per context switch, is the price every thread pays.
+ *    pinned to CPU 0, --trips round trips (two context switches and two wakeups each) per
+ *    measurement; with both programs attached (A), with none (B), and with the switch program
+ *    alone (S: throttles only), rotated --rounds times in one run, since this machine drifts. The
+ *    differences of the medians, per context switch, are the price every thread pays: A - B for
+ *    both, A - S for the lock-wait program.
  * 2. The daemon's side: one poll of --tids counted threads (the once-a-second look while someone
  *    is subscribed; ListReservations pays the same lookup per entry).
  * A counted deadline thread that is not throttled pays two more loads (the bitfields) at its
@@ -102,31 +105,34 @@ static double median(double *v, size_t n) {
         return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Alternate A (attached) and B (not) rounds times; the medians in *ret_a and *ret_b (ns/switch). */
-static int compare(unsigned rounds, uint32_t trips, double *ret_a, double *ret_b) {
-        double *a = calloc(rounds, sizeof *a), *b = calloc(rounds, sizeof *b);
+/* Rotate A (both programs), B (none) and S (the switch program alone) rounds times (ABS BSA SAB
+ * ...: no order bias); the medians in ret[0..2] (ns/switch). */
+static int compare(unsigned rounds, uint32_t trips, double ret[3]) {
+        double *v3[3] = { calloc(rounds, sizeof(double)), calloc(rounds, sizeof(double)),
+                          calloc(rounds, sizeof(double)) };
         int r = 0;
 
-        if (!a || !b) {
-                free(a);
-                free(b);
+        if (!v3[0] || !v3[1] || !v3[2]) {
+                for (unsigned k = 0; k < 3; k++)
+                        free(v3[k]);
                 return -ENOMEM;
         }
         for (unsigned i = 0; i < rounds && r == 0; i++)
-                for (unsigned side = 0; side < 2 && r == 0; side++) {
-                        bool attached = (side == 0) == (i % 2 == 0); /* ABBAABBA...: no order bias */
+                for (unsigned side = 0; side < 3 && r == 0; side++) {
+                        unsigned variant = (side + i) % 3;
+                        bool attached = variant != 1;
                         Throttles *t = NULL;
                         Pair p;
                         double v;
 
                         if (attached) {
-                                if (throttles_new(&t, NULL) < 0) {
+                                if (throttles_new(&t, NULL, variant == 0) < 0) {
                                         r = -ENOMEM;
                                         break;
                                 }
-                                if (!throttles_on(t)) {
-                                        fprintf(stderr, "bench-throttle: the counter is off here: %s\n",
-                                                throttles_state(t));
+                                if (!throttles_on(t) || (variant == 0 && strcmp(throttles_lock_state(t), "on") != 0)) {
+                                        fprintf(stderr, "bench-throttle: the counter is off here: %s; lock waits: %s\n",
+                                                throttles_state(t), throttles_lock_state(t));
                                         throttles_free(t);
                                         r = -EOPNOTSUPP;
                                         break;
@@ -152,25 +158,24 @@ static int compare(unsigned rounds, uint32_t trips, double *ret_a, double *ret_b
                                 r = -EIO;
                                 break;
                         }
-                        (attached ? a : b)[i] = v;
+                        v3[variant][i] = v;
                 }
-        if (r == 0) {
-                *ret_a = median(a, rounds);
-                *ret_b = median(b, rounds);
+        for (unsigned k = 0; k < 3; k++) {
+                if (r == 0)
+                        ret[k] = median(v3[k], rounds);
+                free(v3[k]);
         }
-        free(a);
-        free(b);
         return r;
 }
 
-static void no_growth(void *userdata, uint32_t tid, uint64_t total) {
+static void no_growth(void *userdata, uint32_t tid, const ThrottleCounts *total, unsigned what) {
 }
 
 static int poll_cost(uint32_t n_tids, double *ret_us) {
         uint64_t v[25];
         Throttles *t;
 
-        if (throttles_new(&t, NULL) < 0 || !throttles_on(t)) {
+        if (throttles_new(&t, NULL, true) < 0 || !throttles_on(t)) {
                 throttles_free(t);
                 return -EOPNOTSUPP;
         }
@@ -206,7 +211,7 @@ static int parse_arg(const char *name, const char *s, uint32_t min, uint32_t max
 
 int main(int argc, char **argv) {
         uint32_t rounds = 8, trips = 200000, tids = 1000;
-        double a = 0, b = 0, poll1, polln;
+        double v[3] = { 0, 0, 0 }, a, b, s, poll1, polln;
         char value[128], peer[128], ratio[64], fig[128];
         int r;
 
@@ -226,17 +231,22 @@ int main(int argc, char **argv) {
         }
         if (sched_getaffinity(0, sizeof all_cpus, &all_cpus) < 0)
                 return 1;
-        r = compare(rounds, trips, &a, &b);
+        r = compare(rounds, trips, v);
         if (r < 0)
                 return r == -EOPNOTSUPP ? 77 : 1;
-        printf("context switch, pinned pair, SCHED_OTHER: %.1f ns attached, %.1f ns not (%u rounds ABBA of %u round "
-               "trips): %+.1f ns per switch\n", a, b, rounds, trips, a - b);
+        a = v[0], b = v[1], s = v[2];
+        printf("context switch, pinned pair, SCHED_OTHER: %.1f ns attached, %.1f ns not, %.1f ns with the switch "
+               "program alone (%u rounds rotated of %u round trips): %+.1f ns per switch for both, %+.1f ns for the "
+               "lock-wait program\n", a, b, s, rounds, trips, a - b, a - s);
         snprintf(value, sizeof value, "%.1f ns", a);
         snprintf(peer, sizeof peer, "%.1f ns without", b);
         snprintf(ratio, sizeof ratio, "%+.1f ns (%+.1f%%)", a - b, 100.0 * (a - b) / b);
         /* No target from the issue: the figure is what the choice (always on while edfd counts a
          * thread, docs/throttles-design.txt) rests on. */
         bench_row("throttles: context switch with the counter", value, peer, ratio, "-", "-");
+        snprintf(peer, sizeof peer, "%.1f ns with throttles only", s);
+        snprintf(ratio, sizeof ratio, "%+.1f ns (%+.1f%%)", a - s, 100.0 * (a - s) / s);
+        bench_row("lock waits: context switch with their program", value, peer, ratio, "-", "-");
 
         if (poll_cost(1, &poll1) == 0 && poll_cost(tids, &polln) == 0) {
                 printf("daemon: one poll of 1 counted thread %.1f us, of %u: %.1f us (%.2f us each); once a second "

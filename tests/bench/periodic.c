@@ -32,6 +32,9 @@
 
 #include "basic/sched-attr.h"
 #include "core/duration.h"
+#include "workload.h"
+
+#define ARG_DURATION(opt, v) workload_arg_duration("periodic", (opt), (v))
 
 typedef struct Task {
         uint64_t work, period, deadline, duration, skip;
@@ -102,22 +105,6 @@ static void *run(void *arg) {
         return NULL;
 }
 
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
-static uint64_t arg_duration(const char *opt, const char *v) {
-        const char *why;
-        uint64_t ns;
-
-        if (!v || duration_parse(v, &ns, &why) < 0) {
-                fprintf(stderr, "periodic: %s \"%s\" %s\n", opt, v ? v : "", v ? why : "needs a value");
-                exit(2);
-        }
-        return ns;
-}
-
 int main(int argc, char *argv[]) {
         uint64_t work = 20 * NSEC_PER_MSEC, period = 50 * NSEC_PER_MSEC, duration = 10 * NSEC_PER_SEC, skip = 0;
         uint64_t deadline = 0, set_runtime = 0;
@@ -126,19 +113,19 @@ int main(int argc, char *argv[]) {
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--work") == 0)
-                        work = arg_duration(argv[i], argv[i + 1]), i++;
+                        work = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--period") == 0)
-                        period = arg_duration(argv[i], argv[i + 1]), i++;
+                        period = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--deadline") == 0)
-                        deadline = arg_duration(argv[i], argv[i + 1]), i++;
+                        deadline = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--set-deadline") == 0)
-                        set_runtime = arg_duration(argv[i], argv[i + 1]), i++;
+                        set_runtime = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--reclaim") == 0)
                         reclaim = 1;
                 else if (strcmp(argv[i], "--duration") == 0)
-                        duration = arg_duration(argv[i], argv[i + 1]), i++;
+                        duration = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--skip") == 0)
-                        skip = arg_duration(argv[i], argv[i + 1]), i++;
+                        skip = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--tasks") == 0 && i + 1 < argc)
                         n_tasks = (unsigned) strtoul(argv[++i], NULL, 10);
                 else if (strcmp(argv[i], "--quiet") == 0)
@@ -189,7 +176,7 @@ int main(int argc, char *argv[]) {
                 k += tasks[i].n_response;
                 free(tasks[i].response);
         }
-        qsort(all, n, sizeof(uint64_t), cmp_u64);
+        qsort(all, n, sizeof(uint64_t), workload_cmp_u64);
         char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX];
         if (n > 0)
                 printf("periodic: %" PRIu64 " jobs, %" PRIu64 " deadline misses (%.2f%%), response p50 %s p99 %s max %s\n",

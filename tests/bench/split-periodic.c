@@ -37,6 +37,9 @@
 #include <unistd.h>
 
 #include "core/duration.h"
+#include "workload.h"
+
+#define ARG_DURATION(opt, v) workload_arg_duration("split-periodic", (opt), (v))
 #include "shared/protocol.h"
 
 typedef struct Split {
@@ -136,22 +139,6 @@ static void *stage2(void *arg) {
         return NULL;
 }
 
-static uint64_t arg_duration(const char *opt, const char *v) {
-        const char *why;
-        uint64_t ns;
-
-        if (!v || duration_parse(v, &ns, &why) < 0) {
-                fprintf(stderr, "split-periodic: %s \"%s\" %s\n", opt, v ? v : "", v ? why : "needs a value");
-                exit(2);
-        }
-        return ns;
-}
-
-static int cmp_u64(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-        return x < y ? -1 : x > y;
-}
-
 int main(int argc, char *argv[]) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL;
@@ -166,17 +153,17 @@ int main(int argc, char *argv[]) {
 
         for (int i = 1; i < argc; i++) {
                 if (strcmp(argv[i], "--runtime") == 0)
-                        runtime = arg_duration(argv[i], argv[i + 1]), i++;
+                        runtime = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--deadline") == 0)
-                        deadline = arg_duration(argv[i], argv[i + 1]), i++;
+                        deadline = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--period") == 0)
-                        period = arg_duration(argv[i], argv[i + 1]), i++;
+                        period = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--work") == 0)
-                        work = arg_duration(argv[i], argv[i + 1]), i++;
+                        work = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--duration") == 0)
-                        duration = arg_duration(argv[i], argv[i + 1]), i++;
+                        duration = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--skip") == 0)
-                        skip = arg_duration(argv[i], argv[i + 1]), i++;
+                        skip = ARG_DURATION(argv[i], argv[i + 1]), i++;
                 else if (strcmp(argv[i], "--group") == 0 && i + 1 < argc)
                         group = argv[++i];
                 else if (strcmp(argv[i], "--quiet") == 0)
@@ -248,7 +235,7 @@ int main(int argc, char *argv[]) {
         pthread_join(th1, NULL);
         pthread_join(th2, NULL);
 
-        qsort(s.response, s.n_response, sizeof(uint64_t), cmp_u64);
+        qsort(s.response, s.n_response, sizeof(uint64_t), workload_cmp_u64);
         char a[DURATION_MAX], b[DURATION_MAX], c[DURATION_MAX];
         if (s.n_response > 0)
                 printf("split-periodic: %" PRIu64 " jobs, %" PRIu64 " deadline misses (%.2f%%), response p50 %s p99 %s max %s, "

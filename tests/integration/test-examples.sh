@@ -150,6 +150,10 @@ fi
 check "periodic example: SCHED_DEADLINE 1000000/10000000/10000000 while it runs" \
         bash -c "chrt -p $long_pid | grep -q 'SCHED_DEADLINE' && chrt -p $long_pid | grep -q '1000000/10000000/10000000' ||
                  { echo \"process $long_pid: \$(chrt -p $long_pid 2>&1 || echo ended)\"; cat '$tmp/long.out'; exit 1; }"
+# Its late-job printer shares a PTHREAD_PRIO_INHERIT mutex with it and stays a normal thread.
+check "periodic example: its printer thread is SCHED_OTHER beside the deadline thread" \
+        bash -c "t=\$(ls /proc/$long_pid/task | grep -vx $long_pid); [ -n \"\$t\" ] && chrt -p \$t | grep -q SCHED_OTHER ||
+                 { echo \"threads: \$(ls /proc/$long_pid/task 2>&1)\"; exit 1; }"
 long_id=$(sed -n 's/^admitted reservation \([0-9]*\):.*/\1/p' "$tmp/long.out")
 check "periodic example: edfd lists it in group apps" listed "$long_id" apps "$long_pid"
 wait "$long_pid"

@@ -3,7 +3,7 @@
 #
 # Throttle counting against a real edfd on a private bus and the real kernel. Reports TAP.
 #
-#   test-throttles.sh EDFCTL EDFD PERIODIC PERIODIC_EXAMPLE
+#   test-throttles.sh EDFCTL EDFD PERIODIC PERIODIC_EXAMPLE LOCK_INVERSION
 #
 # A thread that spins under a 1 ms / 10 ms reservation is throttled again and again: its count in
 # `edfctl status --json` grows, and `edfctl monitor` shows it growing, at most once a second. A
@@ -13,7 +13,10 @@
 # attached once, at edfd's start, and switched on and off by its flag (read with bpftool) as threads
 # are counted; after the attach edfd holds neither CAP_BPF nor CAP_PERFMON. With the counter off
 # (--no-throttle-count), or refused for real (edfd without CAP_BPF), the status says so with the
-# reason and has no counts. Without root,
+# reason and has no counts. Possible lock waits (the program on sched_waking): a deadline thread
+# that sleeps on a default mutex a SCHED_OTHER thread holds most of the time (tests/bench/
+# lock-inversion) is counted in `edfctl status`, --json and `monitor`, with the fix named; the same
+# with a PTHREAD_PRIO_INHERIT mutex, and a thread that takes no lock, are not. Without root,
 # dbus-daemon, or a kernel that loads the program, the tests that need them are skipped with the
 # reason. Nothing here asserts on time beyond "within a few seconds".
 
@@ -23,6 +26,7 @@ edfctl=${1:-}
 edfd=${2:-}
 periodic=${3:-}
 periodic_example=${4:-}
+lock_inversion=${5:-}
 here=$(cd "$(dirname "$0")" && pwd)
 
 N=org.edfd.Admission1
@@ -61,11 +65,12 @@ if not ok:
 sys.exit(0 if ok else 1)' "$tmp/status.json" "$1" "${tid:-0}"
 }
 
-throttles_of() { # the throttles of thread $1 in `edfctl status --json`, or "none"
+count_of() { # KEY TID: count KEY (throttles, lock_waits) of thread TID in `edfctl status --json`, or "none"
         "$edfctl" status --json 2>/dev/null | python3 -c 'import json,sys
-d=json.load(sys.stdin); r=next((x for x in d["reservations"] if x["tid"]==int(sys.argv[1])), None)
-print("none" if r is None or r["throttles"] is None else r["throttles"])' "$1"
+d=json.load(sys.stdin); r=next((x for x in d["reservations"] if x["tid"]==int(sys.argv[2])), None)
+print("none" if r is None or r.get(sys.argv[1]) is None else r[sys.argv[1]])' "$1" "$2"
 }
+throttles_of() { count_of throttles "$1"; }
 
 # start_edfd ARGS...: edfd on the private bus; 0 when it answers.
 start_edfd() {
@@ -213,17 +218,35 @@ no_throttles() {
         stop
 }
 
-counting_tests() {
-        local counting t1 t2 mon_pid lines
-
-        counting=$(bcall get-property "$N" "$P" "$I" ThrottleCounting 2>&1)
-        if [ "$counting" != 's "on"' ]; then
-                skip "throttles of an overrun, of well-budgeted and of yielding threads" \
-                        "this kernel does not count: ThrottleCounting is $counting"
-                return
+# counting_on PROPERTY WHAT LOGGED: 0 when PROPERTY is "on" and edfd logged LOGGED once; else a skip
+# of WHAT with the property's value, and 1.
+counting_on() {
+        local state
+        state=$(bcall get-property "$N" "$P" "$I" "$1" 2>&1)
+        if [ "$state" != 's "on"' ]; then
+                skip "$2" "this kernel does not count: $1 is $state"
+                return 1
         fi
-        ok "ThrottleCounting is \"on\""
-        check "edfd logged once that it counts" test "$(grep -c "Counting throttles of managed threads" "$tmp/edfd.log")" = 1
+        ok "$1 is \"on\""
+        check "edfd logged once: $3" test "$(grep -c "$3" "$tmp/edfd.log")" = 1
+}
+
+# monitor_for SECONDS: edfctl monitor's output for SECONDS in $tmp/monitor.out (stopped by SIGINT).
+monitor_for() {
+        local mon_pid
+        "$edfctl" monitor >"$tmp/monitor.out" 2>&1 &
+        mon_pid=$!
+        bg_pids+=("$mon_pid")
+        sleep "$1"
+        kill -INT "$mon_pid"
+        wait "$mon_pid" 2>/dev/null
+}
+
+counting_tests() {
+        local t1 t2 lines
+
+        counting_on ThrottleCounting "throttles of an overrun, of well-budgeted and of yielding threads" \
+                "Counting throttles of managed threads" || return
         check "status says throttles are counted" sh -c "'$edfctl' status | grep -q '^   Throttles: counted per reservation (shown under those throttled)$'"
         # Attached once, at the start: CAP_BPF and CAP_PERFMON are gone after it (this test's own
         # sets have them, so edfd started with them).
@@ -262,12 +285,7 @@ counting_tests() {
         check "spinning: list --json has its count too" sh -c "'$edfctl' list --json | grep -q '\"throttles\": [1-9]'"
 
         # The monitor sees the count grow, each reservation at most once a second.
-        "$edfctl" monitor >"$tmp/monitor.out" 2>&1 &
-        mon_pid=$!
-        bg_pids+=("$mon_pid")
-        sleep 3.5
-        kill -INT "$mon_pid"
-        wait "$mon_pid" 2>/dev/null
+        monitor_for 3.5
         lines=$(grep -cE "throttled +#[0-9]+ pid $tid tid $tid \(sh\): [0-9]+ throttles since its admission" "$tmp/monitor.out")
         check "monitor: ReservationThrottled lines for the spinning thread ($lines in 3.5 s)" \
                 test "$lines" -ge 2 -a "$lines" -le 5
@@ -320,11 +338,76 @@ print(v); sys.exit(0 if len(v) >= 2 and v == sorted(v) and v[-1] > v[0] else 1)'
         fi
 }
 
+# Possible lock waits: lock-inversion's deadline thread (its main thread: tid = pid) takes a mutex
+# 300 us into each 1 ms job; its SCHED_OTHER thread holds it for 2 ms of CPU, then sleeps 1 ms.
+lock_tests() {
+        local lw lw2 lines
+
+        counting_on LockWaitCounting "possible lock waits of a default mutex, of a PTHREAD_PRIO_INHERIT one, of no lock" \
+                "Counting possible lock waits of managed threads" || return
+        check "status says lock waits are counted" \
+                sh -c "'$edfctl' status | grep -q '^  Lock waits: counted per reservation (shown under those that waited)$'"
+        if [ ! -x "$lock_inversion" ]; then
+                not_ok "the lock-inversion workload is given" "argument 5: '$lock_inversion'"
+                return
+        fi
+        local args=(--admit 2ms --group apps --work 1ms --lock-at 300us --section 50us --period 10ms --hold 2ms
+                    --rest 1ms --duration 60s --skip 100ms)
+        start "$lock_inversion" "${args[@]}"
+        if ! wait_for is_deadline "$tid"; then
+                bg_state >"$tmp/bg.state"
+                not_ok "default mutex: the deadline thread is admitted" "$(cat "$tmp/bg.state")" "$(tail -5 "$tmp/edfd.log")"
+                return
+        fi
+        sleep 2
+        lw=$(count_of lock_waits "$tid")
+        check "default mutex: status --json counts its possible lock waits (2 s, about 200 jobs: $lw)" \
+                test "$lw" != none -a "$lw" -ge 20
+        check "default mutex: status shows them under the reservation, with the fix" \
+                sh -c "'$edfctl' status | grep -A2 -E 'tid $tid ' | grep -qE '^ +[0-9]+ possible lock waits since its admission \(woken from a futex wait by a thread without a deadline; the fix: a PTHREAD_PRIO_INHERIT mutex, libedfd\(3\)\)$'"
+        check "default mutex: list --json has the count too" sh -c "'$edfctl' list --json | grep -q '\"lock_waits\": [1-9]'"
+        monitor_for 2.5
+        lines=$(grep -cE "^.*lockwait +#[0-9]+ pid $tid tid $tid \(lock-inversion\): [0-9]+ possible lock waits since its admission \(.*PTHREAD_PRIO_INHERIT mutex, libedfd\(3\)\)$" "$tmp/monitor.out")
+        check "monitor: ReservationLockWaits lines for it ($lines in 2.5 s)" test "$lines" -ge 1 -a "$lines" -le 4
+        lw2=$(count_of lock_waits "$tid")
+        check "default mutex: the count grows ($lw, then $lw2)" test "$lw2" != none -a "$lw2" -gt "$lw"
+        stop
+        wait_for sh -c "! '$edfctl' list --json | grep -q '\"tid\": $tid'"
+
+        # The same with a priority-inheritance mutex: its waits (FUTEX_LOCK_PI) are not counted.
+        start "$lock_inversion" "${args[@]}" --pi
+        if wait_for is_deadline "$tid"; then
+                sleep 2
+                lw=$(count_of lock_waits "$tid")
+                check "PTHREAD_PRIO_INHERIT: no possible lock wait counted (2 s: $lw)" test "$lw" = 0
+                check "PTHREAD_PRIO_INHERIT: nothing under the reservation" \
+                        sh -c "! '$edfctl' status | grep -A2 -E 'tid $tid ' | grep -q 'possible lock wait'"
+        else
+                bg_state >"$tmp/bg.state"
+                not_ok "PTHREAD_PRIO_INHERIT: the deadline thread is admitted" "$(cat "$tmp/bg.state")"
+        fi
+        stop
+        wait_for sh -c "! '$edfctl' list --json | grep -q '\"tid\": $tid'"
+
+        # A thread that takes no lock: none.
+        start "$edfctl" admit -T 2ms -P 10ms -- "$periodic" --work 200us --period 10ms --duration 30s --quiet
+        if wait_for is_deadline "$tid"; then
+                sleep 1.5
+                lw=$(count_of lock_waits "$tid")
+                check "no lock: no possible lock wait counted (1.5 s: $lw)" test "$lw" = 0
+        else
+                bg_state >"$tmp/bg.state"
+                not_ok "no lock: periodic is admitted" "$(cat "$tmp/bg.state")"
+        fi
+        stop
+}
+
 if ! start_edfd; then
         not_ok "edfd starts on the private bus" "$(cat "$tmp/edfd.log")"
 else
         ok "edfd starts on the private bus"
         counting_tests
+        lock_tests
         stop_edfd
 fi
 
@@ -345,6 +428,10 @@ else
                 check "off: status says \"not counted\" with the reason" \
                         sh -c "'$edfctl' status | grep -q '^   Throttles: not counted: turned off (--no-throttle-count)$'"
                 check "off: list --json has no count" sh -c "'$edfctl' list --json | grep -q '\"throttles\": null'"
+                check "off: no lock waits either, with the same reason" \
+                        status_json 'd["lock_wait_counting"]=="turned off (--no-throttle-count)" and r["lock_waits"] is None'
+                check "off: status says lock waits are not counted, with the reason" \
+                        sh -c "'$edfctl' status | grep -q '^  Lock waits: not counted: turned off (--no-throttle-count)$'"
         else
                 not_ok "off: a spinning thread is admitted" "$(cat "$tmp/bg.out")"
         fi

@@ -3,11 +3,14 @@
 #
 # edfd-trace against a real edfd on a private bus and the real kernel's tracer. Reports TAP.
 #
-#   test-trace.sh EDFD_TRACE EDFCTL EDFD PERIODIC
+#   test-trace.sh EDFD_TRACE EDFCTL EDFD PERIODIC PERIODIC_EXAMPLE LOCK_INVERSION
 #
 # An overrun made on purpose (periodic doing 3 ms of work every 10 ms on a 2 ms runtime) must show
 # as throttled jobs with an overrun; a well-budgeted task (1 ms of work, 3 ms of runtime) alone must
-# show no throttled job. A thread that does not exist is a clear error. SIGINT stops a recording
+# show no throttled job. A deadline thread that waits for a default mutex its SCHED_OTHER thread
+# holds, beside CPU hogs (tests/bench/lock-inversion), has late jobs sorted as waits for that lock,
+# naming the holder, its policy and what preempted it; with PTHREAD_PRIO_INHERIT its waits show as
+# inherited. A thread that does not exist is a clear error. SIGINT stops a recording
 # early and still reports; after SIGKILL the next run removes the stale trace instance. Throughout,
 # the machine's own mounts must not change and no trace instance of ours may stay behind. Nothing
 # here asserts on time. Without root, dbus-daemon, or a tracefs that can be mounted in a private
@@ -20,6 +23,7 @@ edfctl=${2:-}
 edfd=${3:-}
 periodic=${4:-}
 periodic_example=${5:-} # examples/periodic.c: ends its jobs with edfd_job_done(), a sched_yield()
+lock_inversion=${6:-}   # tests/bench/lock-inversion: a deadline thread and a fair one sharing a mutex
 here=$(cd "$(dirname "$0")" && pwd)
 
 N=org.edfd.Admission1
@@ -112,10 +116,11 @@ workload_state() {
         cat "$2" 2>/dev/null
 }
 
-# json_check PY_EXPR: evaluates the expression on the report in $out (d), with t = its only thread.
+# json_check PY_EXPR: evaluates the expression on the report in $tmp/out (d; read from the file: a
+# report of many late jobs is longer than one argument may be), with t = its only thread.
 json_check() {
         python3 -c 'import json,sys
-d=json.loads(sys.argv[1]); t=d["threads"][0] if d["threads"] else None
+d=json.load(open(sys.argv[1])); t=d["threads"][0] if d["threads"] else None
 ok=eval(sys.argv[2])
 if not ok:
     print(json.dumps({k: v for k, v in (t or {}).items() if k != "late_or_throttled_jobs"}, indent=1))
@@ -123,7 +128,7 @@ if not ok:
     print("every late or throttled job (job, throttled, runtime_start_ns, cpu_accounted_ns, overrun_ns):")
     for r in (t or {}).get("late_or_throttled_jobs", []):
         print(" ", r.get("job"), r.get("throttled"), r.get("runtime_start_ns"), r.get("cpu_accounted_ns"), r.get("overrun_ns"))
-sys.exit(0 if ok else 1)' "$out" "$1"
+sys.exit(0 if ok else 1)' "$tmp/out" "$1"
 }
 
 if [ -z "$trace" ] || [ ! -x "$trace" ]; then
@@ -339,6 +344,64 @@ traced_tests() {
         else
                 not_ok "the libedfd example (periodic-example) is given" "argument 5: '$periodic_example'"
         fi
+        lock_tests
+}
+
+# lock-inversion's deadline thread (its main thread) takes the mutex 0.5 ms into each 2 ms job; the
+# holder (its other thread, SCHED_OTHER) holds it for 8 ms of CPU, then sleeps 1 ms, beside a CPU
+# hog on each CPU: with a default mutex most jobs wait for the holder's share of a CPU, and are late.
+lock_tests() {
+        local mx holder c hogs=()
+        if [ ! -x "$lock_inversion" ]; then
+                not_ok "the lock-inversion workload is given" "argument 6: '$lock_inversion'"
+                return
+        fi
+        for ((c = 0; c < $(nproc); c++)); do
+                taskset -c "$c" sh -c 'while :; do :; done' &
+                bg_pids+=($!)
+                hogs+=($!)
+        done
+        for mx in default pi; do
+                per_out="$tmp/lock-$mx.out"
+                "$lock_inversion" --admit 3ms --group apps --work 2ms --lock-at 500us --section 100us --period 10ms \
+                        --hold 8ms --rest 1ms --duration 600s --skip 100ms $([ "$mx" = pi ] && echo --pi) >"$per_out" 2>&1 &
+                per_pid=$!
+                bg_pids+=("$per_pid")
+                workloads+=("$per_pid $per_out")
+                if ! wait_for sh -c "chrt -p $per_pid 2>/dev/null | grep -q SCHED_DEADLINE"; then
+                        reap "$per_pid"
+                        not_ok "lock-inversion ($mx mutex) is admitted" "$(workload_state "$per_pid" "$per_out")"
+                        stop_periodic
+                        continue
+                fi
+                holder=$(ls "/proc/$per_pid/task" | grep -vx "$per_pid" | head -1)
+                sleep 0.3
+                run_trace -p "$per_pid" -d 2s --json
+                if [ "$rc" != 0 ]; then
+                        not_ok "$mx mutex: records 2 s, exit 0" "exit $rc" "$err"
+                elif [ "$mx" = default ]; then
+                        check "default mutex: lock waits are seen inside jobs, the holder named (thread $holder, SCHED_OTHER, not PI)" json_check \
+                                't["lock_waits"] >= 10 and all(w["holder_tid"] in ('"$holder"', None) and not w["pi"] for r in t["late_or_throttled_jobs"] for w in r["lock_waits"]) and len([w for r in t["late_or_throttled_jobs"] for w in r["lock_waits"] if w["holder_tid"] == '"$holder"' and w["holder_pid"] == '"$per_pid"' and w["holder_policy"] == "SCHED_OTHER"]) >= 0.9 * len([w for r in t["late_or_throttled_jobs"] for w in r["lock_waits"]]) > 0'
+                        check "default mutex: late jobs sorted as cause lock, with the holder's run time and what preempted it" json_check \
+                                'len([r for r in t["late_or_throttled_jobs"] if r["late"] and r["cause"] == "lock" and r["lock_waits"] and max(w["wait_ns"] for w in r["lock_waits"]) > 2000000 and any(w["holder_ran_ns"] > 0 and w["holder_preempted_by"] for w in r["lock_waits"])]) >= 3'
+                        check "default mutex: its possible inversions counted" json_check 't["lock_waits_plain_woken_by_non_deadline"] >= 10'
+                        run_trace -p "$per_pid" -d 1s
+                        if [ "$rc" = 0 ] && grep -Eq "^$per_pid job [0-9]+ at .*cause lock; .*waited [0-9.]+m?s for a lock held by $per_pid/$holder \(lock-inversion, SCHED_OTHER\): it ran [0-9.]+u?m?s of that.*the fix: a PTHREAD_PRIO_INHERIT mutex" <<<"$out"; then
+                                ok "default mutex: the text names the lock, its holder and the fix"
+                        else
+                                not_ok "default mutex: the text names the lock, its holder and the fix" "exit $rc" "$out" "$err"
+                        fi
+                else
+                        check "PTHREAD_PRIO_INHERIT: its lock waits are seen as PI, none a possible inversion" json_check \
+                                't["lock_waits"] >= 1 and t["lock_waits_plain_woken_by_non_deadline"] == 0 and all(w["pi"] for r in t["late_or_throttled_jobs"] for w in r["lock_waits"])'
+                        run_trace -p "$per_pid" -d 2s --json --all-jobs
+                        check "PTHREAD_PRIO_INHERIT: the holder ran with the waiter's deadline (inherited) while it waited" json_check \
+                                'any(w["pi"] and w["holder_tid"] == '"$holder"' and w["holder_inherited_ns"] > 0 for r in t["late_or_throttled_jobs"] for w in r["lock_waits"])'
+                fi
+                stop_periodic
+        done
+        kill "${hogs[@]}" 2>/dev/null
+        wait "${hogs[@]}" 2>/dev/null
 }
 
 if [ -n "$why_not" ]; then

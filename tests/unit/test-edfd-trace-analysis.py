@@ -216,5 +216,95 @@ jobs = [j for j in an.tasks[100].jobs if j.finish is not None and j.complete]
 ok(len(jobs) == 3 and all(j.period_wait == 0 for j in jobs), "implicit deadline: no period wait",
    [j.period_wait for j in jobs])
 
+# A job that sleeps in a futex wait in its middle (a default mutex the fair holder has) is one job,
+# not two; its cause is the lock, named with the holder (who woke it: sched_waking runs in the
+# waker's context), the holder's policy, how long it ran in the wait and what preempted it.
+H = ("holder", 101)
+
+
+def futex_enter(cpu, ns, who, op):
+    return (f"{who[0]:>16}-{who[1]:<7} [{cpu:03d}] ..... {ts(ns)}: sys_futex(uaddr: 0x7f0000001000, "
+            f"op: {op:#x}, val: 0x2, utime: 0x0, uaddr2: 0x0, val3: 0x0)")
+
+
+def futex_exit(cpu, ns, who):
+    return f"{who[0]:>16}-{who[1]:<7} [{cpu:03d}] ..... {ts(ns)}: sys_futex -> 0x0"
+
+
+def waking(cpu, ns, who, target, ctx):
+    return line(ctx[0], ctx[1], cpu, ns, "sched_waking", f"comm={who[0]} pid={who[1]} prio=-1 target_cpu={target:03d}")
+
+
+def lock_job(op, holder_prio):
+    US = 1000
+    return [
+        switch(0, BASE - 5 * MS, H, 120, "S", IDLE, 120),  # the holder seen with its own priority
+        switch(0, BASE - 4 * MS, P, -1, "S", IDLE, 120),
+        wakeup(0, BASE, P, 0), switch(0, BASE, IDLE, 120, "R", P, -1),
+        futex_enter(0, BASE + 100 * US, P, 0x81), futex_exit(0, BASE + 102 * US, P),  # a wake: no sleep
+        futex_enter(0, BASE + 500 * US, P, op),
+        switch(0, BASE + 500 * US, P, -1, "S", H, holder_prio),
+        switch(0, BASE + 1 * MS, H, holder_prio, "R", HOG, 120),
+        switch(0, BASE + 5 * MS, HOG, 120, "R", H, holder_prio),
+        waking(0, BASE + 6 * MS, P, 0, H), wakeup(0, BASE + 6 * MS, P, 0, ctx=H),
+        switch(0, BASE + 6 * MS, H, holder_prio, "R", P, -1),
+        futex_exit(0, BASE + 6 * MS + 10 * US, P),
+        switch(0, BASE + 7500 * US, P, -1, "S", HOG, 120),  # the job's end: not in a futex
+    ]
+
+
+for op, pi in ((0x80, False), (0x86, True)):
+    kind = "PI" if pi else "default"
+    th = T(100, 3 * MS, 5 * MS, 10 * MS)
+    th.source, th.reservation = "tid", None  # what summarize() reports of it
+    an = tr.Analysis([th], 2, tgid_of=lambda tid: 100)
+    an.feed(("\n".join(lock_job(op, -1 if pi else 120)) + "\n").encode())
+    an.finish()
+    jobs = [j for j in an.tasks[100].jobs if j.finish is not None and j.complete]
+    ok(len(jobs) == 1 and jobs[0].finish - jobs[0].release == 7500 * 1000,
+       f"{kind} mutex: a sleep in a futex wait does not end the job (one job, response 7.5 ms)",
+       [(j.n, j.release, j.finish, j.end_kind) for j in an.tasks[100].jobs])
+    j = jobs[0] if jobs else tr.Job(0, 0, 0, "none")
+    ok(len(j.blocks) == 1 and j.lock_wait == 5500 * 1000 and tr.classify(an.tasks[100], j) == "lock",
+       f"{kind} mutex: one lock wait of 5.5 ms, cause lock", [(b.start, b.end) for b in j.blocks])
+    b = j.blocks[0] if j.blocks else tr.LockWait(0, False, 0)
+    ok(b.waker == (101, "holder") and b.holder_pid == 100 and b.holder_policy == "SCHED_OTHER" and b.pi == pi,
+       f"{kind} mutex: the holder is the waker, process 100, SCHED_OTHER", (b.waker, b.holder_pid, b.holder_policy, b.pi))
+    ok(b.holder_ran == 1500 * 1000 and b.preempted_by == {("fair", 200, "hog"): 4 * MS} and b.holder_slept == 0,
+       f"{kind} mutex: the holder ran 1.5 ms in the wait, the hog preempted it for 4 ms",
+       (b.holder_ran, b.preempted_by, b.holder_slept))
+    ok(b.holder_boosted == (1500 * 1000 if pi else 0),
+       f"{kind} mutex: the holder ran with the waiter's deadline {'all the time' if pi else 'never'}", b.holder_boosted)
+    rep = tr.summarize(an, [th], {}, {"start": BASE - 10 * MS, "stop": BASE + 20 * MS,
+                       "interrupted": False, "steal_ns": {}, "deadline_tracepoints": []}, type("A", (), {"all_jobs": False})())
+    t = rep["threads"][0]
+    text = tr.job_line(t, t["late_or_throttled_jobs"][0], 4 * MS) if t["late_or_throttled_jobs"] else ""
+    want = ("waited 5.50ms for a PI lock held by 100/101 (holder, SCHED_OTHER): it ran 1.50ms of that, 1.50ms with "
+            "the waiter's deadline (inherited), preempted by hog/200 fair 4.00ms;" if pi else
+            "waited 5.50ms for a lock held by 100/101 (holder, SCHED_OTHER): it ran 1.50ms of that, preempted by "
+            "hog/200 fair 4.00ms (the fix: a PTHREAD_PRIO_INHERIT mutex, libedfd(3));")
+    ok(want in text and "cause lock;" in text, f"{kind} mutex: the job's line names the lock and its holder", text)
+    ok(t["lock_waits"] == 1 and t["lock_waits_plain_woken_by_non_deadline"] == (0 if pi else 1),
+       f"{kind} mutex: the thread's possible inversions: {0 if pi else 1}", t)
+
+# On several CPUs the kernel's rt_mutex spins while the holder runs elsewhere: the waiter is in
+# FUTEX_LOCK_PI and runs, on its own budget, without sleeping; that time is shown (and is lock time).
+L = [switch(0, BASE - 4 * MS, P, -1, "S", IDLE, 120),
+     wakeup(0, BASE, P, 0), switch(0, BASE, IDLE, 120, "R", P, -1),
+     futex_enter(0, BASE + 500 * 1000, P, 0x86), futex_exit(0, BASE + 2500 * 1000, P),
+     switch(0, BASE + 4 * MS, P, -1, "S", IDLE, 120)]
+th = T(100, 3 * MS, 10 * MS, 10 * MS)
+th.source, th.reservation = "tid", None
+an = analyse([th], L)
+jobs = [j for j in an.tasks[100].jobs if j.finish is not None and j.complete]
+ok(len(jobs) == 1 and jobs[0].pi_call == 2 * MS and jobs[0].pi_awake == 2 * MS and not jobs[0].blocks,
+   "PI lock taken spinning: 2 ms in the call, all of it awake, no sleep", [(j.pi_call, j.pi_awake, j.blocks) for j in jobs])
+rep = tr.summarize(an, [th], {}, {"start": BASE - 10 * MS, "stop": BASE + 20 * MS, "interrupted": False, "steal_ns": {},
+                   "deadline_tracepoints": []}, type("A", (), {"all_jobs": True})())
+r = rep["threads"][0]["late_or_throttled_jobs"]
+text = tr.job_line(rep["threads"][0], r[0], 4 * MS) if r else ""
+ok("in PI lock calls 2.00ms, 2.00ms of it awake (the kernel's rt_mutex spins while the holder runs on another CPU, "
+   "on the waiter's budget);" in text, "PI lock taken spinning: the line says so", text)
+
 print(f"1..{n}")
 sys.exit(1 if failed else 0)

@@ -57,3 +57,18 @@ Test(throttle, grew_takes_a_lower_count_as_the_new_base) {
         cr_assert_eq(seen, 2);
         cr_assert(throttle_grew(&seen, 5));
 }
+
+Test(throttle, counts_grew_says_which_count_grew) {
+        ThrottleCounts seen = { 0, 0 };
+
+        cr_assert_eq(throttle_counts_grew(&seen, &(ThrottleCounts) { 0, 0 }), 0u);
+        cr_assert_eq(throttle_counts_grew(&seen, &(ThrottleCounts) { 2, 0 }), THROTTLE_GREW_THROTTLES);
+        cr_assert_eq(throttle_counts_grew(&seen, &(ThrottleCounts) { 2, 1 }), THROTTLE_GREW_LOCK_WAITS);
+        cr_assert_eq(throttle_counts_grew(&seen, &(ThrottleCounts) { 3, 5 }),
+                     THROTTLE_GREW_THROTTLES | THROTTLE_GREW_LOCK_WAITS);
+        cr_assert_eq(seen.throttles, 3);
+        cr_assert_eq(seen.lock_waits, 5);
+        /* The entry made again: both lower, the new base, nothing reported. */
+        cr_assert_eq(throttle_counts_grew(&seen, &(ThrottleCounts) { 0, 0 }), 0u);
+        cr_assert_eq(throttle_counts_grew(&seen, &(ThrottleCounts) { 0, UINT64_MAX }), THROTTLE_GREW_LOCK_WAITS);
+}
