@@ -55,8 +55,9 @@
 # guest's journal is in GUEST-BUILDDIR/vm-journal-K.
 #
 # Wall times on the 2-core development machine with the kernel and the root file system cached
-# (2026-12-07; boot, scenario and poweroff under TCG / the whole run): 6.1 209 s / 214 s, 6.12
-# 296 s / 309 s, 6.12-rt 349 s / 355 s; a first run of a kernel adds its download (10-15 s here),
+# (2026-12-07, two runs each beside other load; boot, scenario and poweroff under TCG / the whole
+# run): 6.1 209-217 s / 214-223 s, 6.12 198-296 s / 204-309 s, 6.12-rt 227-349 s / 234-355 s; a
+# first run of a kernel adds its download (10-15 s here),
 # a first run at all debootstrap (~60 s). The three kernels are about 15 minutes of CI's 90, beside
 # the ~25 of the rest of tools/test-all, which is why CI runs all three.
 
