@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include "core/holders.h"
 #include "capacity.h"
 #include "log.h"
+#include "basic/cpulist.h"
 #include "basic/macro.h"
 #include "basic/proc.h"
 #include "sched-dl.h"
@@ -31,16 +33,48 @@ static int read_int64(const char *path, int64_t *ret) {
         return 0;
 }
 
-/* The fair server exists since 6.12: 50 ms per 1 s per CPU by default. */
+/* The fair server exists since 6.12: 50 ms per 1 s per CPU by default. Known from debugfs where it
+ * is mounted (its sched directory without a fair_server one: a kernel without), else from the version. */
 static bool kernel_has_fair_server(void) {
         struct utsname u;
         unsigned major = 0, minor = 0;
 
         if (access("/sys/kernel/debug/sched/fair_server", F_OK) == 0)
                 return true;
+        if (access("/sys/kernel/debug/sched", F_OK) == 0)
+                return false;
         if (uname(&u) < 0 || sscanf(u.release, "%u.%u", &major, &minor) != 2)
                 return false;
         return major > 6 || (major == 6 && minor >= 12);
+}
+
+/* What the fair servers of the online CPUs are set to take: each one's runtime / period from
+ * debugfs (fair_server/cpuN), summed as the kernel's to_ratio() rounds each. The default of 50 ms per
+ * 1 s on every CPU when a file cannot be read (root is refused them on some machines). */
+static uint64_t fair_servers_set(unsigned ncpus) {
+        char buf[CPU_LIST_MAX + 2], path[96];
+        uint64_t one, total = 0, bw;
+        size_t n;
+        CpuMask online;
+
+        (void) bw_of(50 * NSEC_PER_MSEC, NSEC_PER_SEC, &one);
+        if (proc_read_file(AT_FDCWD, "/sys/devices/system/cpu/online", 0, buf, sizeof buf, &n) < 0 ||
+            cpu_mask_parse(buf, n, &online, NULL) < 0 || cpu_mask_count(&online) != ncpus)
+                return one * ncpus;
+        for (unsigned cpu = 0; cpu < CPU_MASK_MAX; cpu++) {
+                int64_t runtime, period;
+
+                if (!cpu_mask_test(&online, cpu))
+                        continue;
+                snprintf(path, sizeof path, "/sys/kernel/debug/sched/fair_server/cpu%u/runtime", cpu);
+                if (read_int64(path, &runtime) < 0 || runtime < 0)
+                        return one * ncpus;
+                snprintf(path, sizeof path, "/sys/kernel/debug/sched/fair_server/cpu%u/period", cpu);
+                if (read_int64(path, &period) < 0 || period <= 0 ||
+                    bw_of((uint64_t) runtime, (uint64_t) period, &bw) < 0 || __builtin_add_overflow(total, bw, &total))
+                        return one * ncpus;
+        }
+        return total;
 }
 
 static int read_with(const KernelCapacity *prev, KernelCapacity *ret) {
@@ -76,11 +110,8 @@ static int read_with(const KernelCapacity *prev, KernelCapacity *ret) {
         r = bw_kernel_capacity(c.ncpus, rt_runtime, (uint64_t) rt_period, &c.raw);
         if (r < 0)
                 return r;
-        if (kernel_has_fair_server()) {
-                uint64_t one;
-                (void) bw_of(50 * NSEC_PER_MSEC, NSEC_PER_SEC, &one);
-                c.fair_server = one * c.ncpus;
-        }
+        if (kernel_has_fair_server())
+                c.fair_server = fair_servers_set(c.ncpus);
         if (c.admission_off)
                 c.usable = UINT64_MAX;
         else
@@ -293,6 +324,7 @@ struct Capacity {
         uint64_t fair_samples[3];  /* the fair servers' reserve as last measured, newest first */
         unsigned n_fair_samples;
         bool fair_reported;
+        bool fair_uncounted_reported; /* the kernel's count lacks part of the servers' settings, said */
         bool count_negative;       /* debugfs shows the kernel's deadline count below zero */
         bool admission_off_reported;
         /* Reading sched_rt_{runtime,period}_us makes the kernel recount its deadline bandwidth,
@@ -463,8 +495,10 @@ static int kcap_read_raw(Capacity *c, KernelCapacity *ret) {
         return capacity_read_reusing(&c->kcap, ret);
 }
 
-/* capacity_read(), with the fair servers' reserve measured lately in place of the one the kernel
- * version implies. */
+/* capacity_read(), with the fair servers' reserve measured lately in place of what the servers are
+ * set to take where the kernel counts more. Where it counts less (6.12 after a root-domain rebuild:
+ * dl_bw->total_bw without the servers, VM test) the kernel admits more than the servers leave, and
+ * the servers' settings stay the reserve: fair_server_uncounted says how much the count lacks. */
 static int kcap_read(Capacity *c, KernelCapacity *ret) {
         KernelCapacity kc;
         uint64_t fair = UINT64_MAX;
@@ -476,10 +510,13 @@ static int kcap_read(Capacity *c, KernelCapacity *ret) {
         for (unsigned i = 0; i < c->n_fair_samples; i++)
                 fair = MIN(fair, c->fair_samples[i]);
         if (c->n_fair_samples == ELEMENTSOF(c->fair_samples)) {
-                kc.fair_server = fair;
-                kc.fair_server_measured = true;
+                if (fair >= kc.fair_server) {
+                        kc.fair_server = fair;
+                        kc.fair_server_measured = true;
+                } else
+                        kc.fair_server_uncounted = kc.fair_server - fair;
                 if (!kc.admission_off)
-                        kc.usable = kc.raw > fair ? kc.raw - fair : 0;
+                        kc.usable = kc.raw > kc.fair_server ? kc.raw - kc.fair_server : 0;
         }
         *ret = kc;
         return 0;
@@ -497,7 +534,7 @@ int capacity_update(Capacity *c, bool reread) {
  * its 0-lag time) makes one measurement too large, never too small, so the reserve is the smallest of
  * the last three, and is used only once there are three (20 s after start): bandwidth the kernel
  * keeps for that long is lost to everyone, and edfd must not promise it. Without a readable debugfs,
- * or with several root domains, the reserve stays what the kernel version implies. */
+ * or with several root domains, the reserve stays what the servers are set to take (capacity_read()). */
 static void fair_server_sample(Capacity *c, bool have_before, uint64_t before, uint64_t all_dl,
                                CapacityReport *report) {
         uint64_t after;
@@ -513,7 +550,7 @@ static void fair_server_sample(Capacity *c, bool have_before, uint64_t before, u
                 if (capacity_read(&implied) == 0) {
                         report->fair_first = true;
                         report->fair_measured = before - all_dl;
-                        report->fair_implied = implied.fair_server;
+                        report->fair_set = implied.fair_server;
                 }
                 c->fair_reported = true;
         }
@@ -539,6 +576,10 @@ void capacity_refresh(Capacity *c, const Tree *t, CapacityReport *ret) {
         }
         if (kcap_read(c, &kc) == 0)
                 c->kcap = kc;
+        if ((c->kcap.fair_server_uncounted > 0) != c->fair_uncounted_reported) {
+                c->fair_uncounted_reported = c->kcap.fair_server_uncounted > 0;
+                report.fair_uncounted_changed = true;
+        }
         if (c->kcap.admission_off && !c->admission_off_reported) {
                 report.admission_off_began = true;
                 c->admission_off_reported = true;

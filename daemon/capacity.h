@@ -5,11 +5,13 @@
  *
  * The kernel admits per root domain: sum(runtime/period) <= CPUs x rt_runtime/rt_period, in the
  * fixed point of bandwidth.h. Kernels since 6.12 also reserve a fair server per CPU (50 ms per
- * 1 s by default, changeable in debugfs) out of the same pool. Its per-CPU files in debugfs are not
- * readable even by root, but /sys/kernel/debug/sched/debug is where debugfs is mounted, and shows
- * the root domain's dl_bw->total_bw: the fair servers plus every deadline thread. capacity_read()
- * takes the reserve from what the kernel version implies; the Capacity object below replaces it by a
- * measurement (total_bw less the deadline threads found in /proc, see capacity_refresh()).
+ * 1 s by default, changeable in debugfs) out of the same pool. Its per-CPU files in debugfs
+ * (fair_server/cpuN/runtime, period) are read where they can be (root is refused them on some
+ * machines: then the default), and /sys/kernel/debug/sched/debug shows the root domain's
+ * dl_bw->total_bw: the fair servers plus every deadline thread. capacity_read() takes the reserve
+ * from the servers' settings (from the kernel version where debugfs is not mounted); the Capacity
+ * object below replaces it by a measurement (total_bw less the deadline threads found in /proc, see
+ * capacity_refresh()) where that is larger, never where the kernel counts less than the servers take.
  * Deadline threads edfd did not admit hold bandwidth too: they are found by scanning /proc and
  * counted as "unmanaged". */
 
@@ -28,7 +30,10 @@ typedef struct KernelCapacity {
         uint64_t rt_period_us;
         uint64_t raw;             /* ncpus x rt_runtime/rt_period (UINT64_MAX when admission is off) */
         uint64_t fair_server;     /* the fair servers' total reserve */
-        bool fair_server_measured; /* fair_server measured in debugfs, not implied by the version */
+        bool fair_server_measured; /* fair_server measured in debugfs (the kernel counts at least the
+                                    * servers' settings), not taken from their settings */
+        uint64_t fair_server_uncounted; /* how much less than the servers' settings the kernel counts
+                                         * (measured; 0 when it counts them all or is not measured) */
         uint64_t usable;          /* raw - fair_server: what deadline tasks may hold in all */
         bool admission_off;
         DlLimits limits;          /* sched_deadline_period_{min,max}_us */
@@ -131,7 +136,8 @@ typedef struct CapacityReport {
         bool count_negative_changed;  /* see capacity_count_negative() */
         bool unmanaged_changed;       /* the number of unmanaged threads changed */
         bool fair_first;              /* the first measurement of the fair servers: */
-        uint64_t fair_measured, fair_implied;
+        uint64_t fair_measured, fair_set; /* what the kernel counts, what the servers are set to take */
+        bool fair_uncounted_changed;  /* the kernel began (or ceased) counting less than the servers take */
         bool admission_off_began, admission_off_ended;
 } CapacityReport;
 

@@ -301,8 +301,16 @@ void capacity_refresh_all(Manager *m) {
                 log_info("%u deadline threads not managed by edfd hold %s", capacity_unmanaged_threads(m->capacity),
                          bw_format(unmanaged, a));
         if (rep.fair_first)
-                log_info("The kernel's fair servers hold %s (measured in debugfs; the kernel version implies %s)",
-                         bw_format(rep.fair_measured, a), bw_format(rep.fair_implied, b));
+                log_info("The kernel's fair servers hold %s (measured in debugfs; their settings say %s)",
+                         bw_format(rep.fair_measured, a), bw_format(rep.fair_set, b));
+        if (rep.fair_uncounted_changed && kc->fair_server_uncounted > 0)
+                log_warning("The kernel counts %s less deadline bandwidth than its fair servers are set to take (%s): "
+                            "dl_bw->total_bw in debugfs lacks them (a root-domain rebuild emptied it of them on 6.12), "
+                            "so the kernel admits more than the servers leave; edfd keeps the servers' share out of "
+                            "what it promises",
+                            bw_format(kc->fair_server_uncounted, a), bw_format(kc->fair_server, b));
+        else if (rep.fair_uncounted_changed)
+                log_notice("The kernel counts its fair servers' bandwidth again");
         cap = root_capacity(m);
         if (rep.admission_off_began)
                 log_warning("Kernel deadline admission is OFF (sched_rt_runtime_us = -1): edfd's books are the only "

@@ -288,7 +288,7 @@ Test(capacity, kernel_admission_off_is_reported_through_debugfs) {
 }
 
 /* Where debugfs shows the root domain's dl_bw->total_bw, edfd measures the fair servers' reserve
- * (total_bw less every deadline thread) instead of trusting what the kernel version implies. debugfs
+ * (total_bw less every deadline thread) beside what the servers are set to take. debugfs
  * is mounted in this test's own mount namespace (edfd, its child, inherits it): the machine's mounts
  * stay as they are. */
 Test(capacity, fair_servers_measured_in_debugfs) {
@@ -325,12 +325,12 @@ Test(capacity, fair_servers_measured_in_debugfs) {
         cr_assert_not_null(line, "edfd logged no measurement of the fair servers in 25 s");
         {
                 char measured[32], implied[32];
-                cr_assert_eq(sscanf(line, "fair servers hold %31s (measured in debugfs; the kernel version implies %31[^)])",
+                cr_assert_eq(sscanf(line, "fair servers hold %31s (measured in debugfs; their settings say %31[^)])",
                                     measured, implied),
                              2, "unexpected line: %.200s", line);
                 /* On a kernel whose count is right, the measurement is the default reserve. */
                 if (harness_kernel_shortfall(&shortfall) == 0 && shortfall == 0)
-                        cr_expect_str_eq(measured, implied, "measured %s, the version implies %s", measured, implied);
+                        cr_expect_str_eq(measured, implied, "measured %s, the servers' settings say %s", measured, implied);
                 else
                         cr_log_info("the kernel's count is short by %llu: measured %s, implied %s",
                                     (unsigned long long) shortfall, measured, implied);
