@@ -339,7 +339,7 @@ static int decide(Manager *m, const AdmitRequest *req, AdmitProbe *probe, Admiss
         return 0;
 }
 
-int manager_admit_decide(Manager *m, const AdmitRequest *req, OpError *error) {
+int manager_admit_decide(Manager *m, const AdmitRequest *req, const Group **ret_group, OpError *error) {
         AdmitProbe probe = { .m = m, .t = SCHED_TARGET_NULL };
         AdmissionDecision d;
         bool partitioned;
@@ -348,6 +348,8 @@ int manager_admit_decide(Manager *m, const AdmitRequest *req, OpError *error) {
         if (decide(m, req, &probe, &d, &partitioned, &cpu, error) < 0)
                 return -1;
         sched_target_done(&probe.t);
+        if (ret_group)
+                *ret_group = d.group;
         return 0;
 }
 

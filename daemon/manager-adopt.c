@@ -59,7 +59,7 @@ int adopt_load(Manager *m, StateLoaded *ret, uint64_t *ret_down_since) {
         /* With reservations to re-adopt, a capacity that fell while edfd was down must not stop it: it
          * starts over-committed. Without, a configuration too large for this machine is an error. */
         r = tree_build(m, m->config, m->config_path ? m->config_path : "(embedded edfd.yaml)", ret->groups,
-                       ret->n_groups, NULL, false, ret->n_entries > 0, &m->tree, &errors);
+                       ret->n_groups, false, ret->n_entries > 0, &m->tree, &errors);
         if (r < 0) {
                 log_error("The configuration does not fit this machine:\n%s", errors ? errors : strerror(-r));
                 state_loaded_done(ret);

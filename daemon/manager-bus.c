@@ -486,10 +486,11 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, sd_bus_error 
                         r = sd_bus_message_append_strv(reply, g->users ?: (char *[]) { NULL });
                 /* How it places and whether it reclaims: what `edfctl status` tells its promise from. */
                 if (r >= 0)
-                        r = sd_bus_message_append(reply, "ba{sv}", g->dynamic, 4, "min_split_runtime", "t",
+                        r = sd_bus_message_append(reply, "ba{sv}", g->dynamic, 5, "min_split_runtime", "t",
                                                   g->min_split_runtime, "overridden", "b", g->overridden, "reclaim",
                                                   "b", g->reclaim, "placement", "s",
-                                                  place_partitioned(m, g) ? "partitioned" : "global");
+                                                  place_partitioned(m, g) ? "partitioned" : "global", "held", "t",
+                                                  g->held);
                 if (r >= 0)
                         r = sd_bus_message_close_container(reply);
                 if (r < 0)

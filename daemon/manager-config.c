@@ -60,9 +60,8 @@ int config_load(const char *path, Config **ret, char **ret_errors) {
 
 /* Build a tree from c with the dynamic groups and overrides of `extra` (a StateLoaded's groups, or
  * the live tree's dynamic groups); NULL error string on success. A dynamic group made with its own
- * users: list (CreateGroupWithUsers: a container's, root only) keeps it when live is the tree it
- * comes from (a reload); the journal keeps no such list, so after a restart (live NULL) it
- * inherits its parent's.
+ * users: list (CreateGroupWithUsers: a container's, root only) keeps it: extra carries it, from the
+ * live tree on a reload and from the journal after a restart.
  *
  * The root of the tree returned has no limit yet: what was admitted is re-admitted into it, and only
  * then does the caller set the kernel's capacity (tree_set_capacity). When the kernel admits less than
@@ -72,7 +71,7 @@ int config_load(const char *path, Config **ret, char **ret_errors) {
  * configuration's top-level groups may need more than the kernel admits; every group below the root
  * must still fit its parent. */
 int tree_build(Manager *m, const Config *c, const char *filename, const StateGroup *extra, size_t n_extra,
-               const Tree *live, bool strict, bool allow_short, Tree **ret, char **ret_errors) {
+               bool strict, bool allow_short, Tree **ret, char **ret_errors) {
         const KernelCapacity *kc = capacity_kernel(m->capacity);
         ConfErrors errors = {};
         Tree *t = NULL;
@@ -108,11 +107,9 @@ int tree_build(Manager *m, const Config *c, const char *filename, const StateGro
                         if (k == 0)
                                 g->overridden = true;
                 } else {
-                        const Group *was = live ? tree_find_group(live, extra[i].path) : NULL;
                         GroupSpec spec = { .runtime = extra[i].runtime, .period = extra[i].period,
                                            .fork = _FORK_POLICY_UNSET, .threads = _FORK_POLICY_UNSET,
-                                           .users = was && was->dynamic && was->own_users ? was->users : NULL,
-                                           .dynamic = true };
+                                           .users = extra[i].users, .dynamic = true };
                         k = group_create(t, extra[i].path, &spec, NULL, &rf);
                 }
                 if (k < 0) {
@@ -145,7 +142,8 @@ static int collect_groups(const Tree *t, bool with_overrides, StateGroup **ret, 
                 return -ENOMEM;
         for (const Group *g = t->root->first_child; g; g = group_next_preorder(g))
                 if (g->dynamic || (with_overrides && g->overridden)) {
-                        v[n] = (StateGroup) { .runtime = g->runtime, .period = g->period, .override = !g->dynamic };
+                        v[n] = (StateGroup) { .runtime = g->runtime, .period = g->period, .override = !g->dynamic,
+                                              .users = g->dynamic && g->own_users ? g->users : NULL }; /* borrowed */
                         snprintf(v[n].path, sizeof v[n].path, "%s", g->path);
                         n++;
                 }
@@ -171,7 +169,8 @@ int snapshot(Manager *m, bool with_overrides) {
         _cleanup_free_ StateRecord *recs = NULL;
         _cleanup_free_ StateGroup *groups = NULL;
         _cleanup_free_ StateOrigin *origins = NULL;
-        size_t nr, ng, no;
+        _cleanup_free_ StateWatch *watches = NULL;
+        size_t nr, ng, no, nw;
         int r;
 
         r = collect_records(m->tree, &recs, &nr);
@@ -183,13 +182,16 @@ int snapshot(Manager *m, bool with_overrides) {
         r = place_origins(m, &origins, &no);
         if (r < 0)
                 return r;
-        return state_rewrite(m->state, recs, nr, groups, ng, origins, no, m->tree->next_id);
+        r = startup_watches(m, &watches, &nw);
+        if (r < 0)
+                return r;
+        return state_rewrite(m->state, recs, nr, groups, ng, origins, no, watches, nw, m->tree->next_id);
 }
 
 void maybe_compact(Manager *m) {
         int r;
 
-        if (!state_wants_rewrite(m->state, m->tree->n_reservations + m->tree->n_groups))
+        if (!state_wants_rewrite(m->state, m->tree->n_reservations + m->tree->n_groups + m->startup.n))
                 return;
         r = snapshot(m, true);
         if (r < 0)
@@ -217,8 +219,8 @@ int manager_reload(Manager *m, OpError *error) {
         capacity_short = m->tree->root->allocated > root_capacity(m);
         r = collect_groups(m->tree, false, &dyn, &n_dyn);
         if (r >= 0)
-                r = tree_build(m, c, m->config_path ? m->config_path : "(embedded edfd.yaml)", dyn, n_dyn, m->tree,
-                               true, capacity_short, &t, &errors);
+                r = tree_build(m, c, m->config_path ? m->config_path : "(embedded edfd.yaml)", dyn, n_dyn, true,
+                               capacity_short, &t, &errors);
         if (r < 0) {
                 conf_free(c);
                 sd_notify(false, "READY=1");
@@ -248,6 +250,9 @@ int manager_reload(Manager *m, OpError *error) {
                         goto fail;
                 }
         }
+        /* And every admission waiting for its start keeps its bandwidth held there. */
+        if (startup_hold_in(m, t, error) < 0)
+                goto fail;
         t->next_id = MAX(t->next_id, m->tree->next_id);
         /* While the kernel's capacity is short, a reload may keep or shrink the overcommit, never grow
          * it: the same file reloads, a larger tree waits until the capacity is back. */

@@ -68,6 +68,9 @@ int manager_group_check_path(const char *path, OpError *error) {
         return 0;
 }
 
+/* The journal keeps a group's users: list whole (state.h). */
+_Static_assert(MANAGER_GROUP_USERS_MAX <= STATE_USERS_MAX, "a users: list edfd accepts must fit the journal");
+
 int manager_group_check_users(char *const *users, OpError *error) {
         size_t n = 0;
 
@@ -100,7 +103,7 @@ int manager_group_create(Manager *m, const char *path, uint64_t runtime, uint64_
                 return op_errno(error, r, "creating the group");
         if (r > 0)
                 return op_refused(error, &rf);
-        r = state_write_group(m->state, false, path, runtime, period);
+        r = state_write_group(m->state, false, path, runtime, period, g->own_users ? g->users : NULL);
         if (r < 0) {
                 log_state_failure(r);
                 (void) group_remove(m->tree, g, NULL);
@@ -126,7 +129,8 @@ int manager_group_set(Manager *m, const char *path, uint64_t runtime, uint64_t p
         r = group_set_bandwidth(m->tree, g, runtime, period, &rf);
         if (r > 0)
                 return op_refused(error, &rf);
-        r = state_write_group(m->state, !g->dynamic, path, runtime, period);
+        r = state_write_group(m->state, !g->dynamic, path, runtime, period,
+                              g->dynamic && g->own_users ? g->users : NULL);
         if (r < 0) {
                 log_state_failure(r);
                 (void) group_set_bandwidth(m->tree, g, old_runtime, old_period, NULL);
@@ -156,6 +160,10 @@ int manager_group_remove(Manager *m, const char *path, OpError *error) {
                                "group %s comes from the configuration: remove it there and reload", path);
         dynamic = g->dynamic;
         cg = g->cgroup ? strdup(g->cgroup) : NULL;
+        /* Admissions that wait for their start in it go with it (a container removed before it
+         * started): they would have found no group at the start. */
+        if (!g->first_child && !g->first_reservation)
+                startup_group_removed(m, g);
         r = group_remove(m->tree, g, &rf);
         if (r > 0)
                 return op_refused(error, &rf);

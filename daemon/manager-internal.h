@@ -64,6 +64,19 @@ void startup_stop(Manager *m);
 void startup_on_exec(Manager *m, pid_t pid, pid_t tgid);
 void startup_on_exit(Manager *m, pid_t pid, pid_t tgid);
 void startup_events_lost(Manager *m);
+/* The watches as the journal keeps them, for its rewrite (to be freed). 0 or -ENOMEM. */
+int startup_watches(const Manager *m, StateWatch **ret, size_t *ret_n);
+/* A reload: hold each watch's bandwidth in its group of the new tree t. 0, or -1 with *error (a group
+ * gone or too small: the reload is refused, nothing held in t is given back: t is dropped). */
+int startup_hold_in(Manager *m, Tree *t, OpError *error);
+/* g is being removed, its watches with it (their holds given back, their end journaled). */
+void startup_group_removed(Manager *m, const Group *g);
+/* At start, after adopt(): the watches of the journal that still have a process to wait for, their
+ * bandwidth held again, looked at soon (admitted at once when the program has slept, or its bound
+ * passed, while edfd was down). */
+void startup_restore(Manager *m, const StateWatch *watches, size_t n);
+/* Once m->event exists: the first look at each watch startup_restore() took up. */
+void startup_start(Manager *m);
 
 /* manager-release.c */
 /* Release res from the books (the thread was put back, or is gone), give the donor its runtime,
@@ -85,10 +98,10 @@ void group_apply_cgroup(Manager *m, const Group *g);
 /* Parse path (NULL: the embedded default). 0 with *ret, or negative errno with *ret_errors (may be
  * NULL; to be freed). */
 int config_load(const char *path, Config **ret, char **ret_errors);
-/* Build a tree from c with the groups of extra (see the comment in manager-config.c); a dynamic
- * group of extra that had its own users: list in live (NULL: none) keeps it. */
+/* Build a tree from c with the groups of extra (see the comment in manager-config.c), each dynamic
+ * one with its own users: list when extra has one. */
 int tree_build(Manager *m, const Config *c, const char *filename, const StateGroup *extra, size_t n_extra,
-               const Tree *live, bool strict, bool allow_short, Tree **ret, char **ret_errors);
+               bool strict, bool allow_short, Tree **ret, char **ret_errors);
 /* Rewrite the state journal from the books. 0, or negative errno. */
 int snapshot(Manager *m, bool with_overrides);
 /* Compact the state journal when it has grown enough. */

@@ -23,12 +23,23 @@
  * STARTUP_WATCHES_MAX watches keeps STARTUP_WATCHES_ROOT for root, with STARTUP_WATCHES_USER for
  * any one other user, so that no user but root can fill it. A watch ends when its process is
  * admitted (or refused: logged), ends, is replaced (another start time under the pid), or passes
- * the exec-timeout, and at exit. It is not recorded in the state journal: an edfd that restarts
- * meanwhile forgets it, and the caller's booking (edfd-oci-hook's per-container group) stays until
- * the caller removes it. The request is decided at the call as Admit would decide it (a refusal is
- * the caller's answer), but nothing is booked: it is decided again when the program starts, and a
- * caller that must not be refused then books the room first (a group of its own, as edfd-oci-hook
- * does as root). */
+ * the exec-timeout, or its group is removed (a container removed before it started).
+ *
+ * The request is decided at the call as Admit would decide it (a refusal is the caller's answer),
+ * and its bandwidth is held in the group it was decided for from then on (group_hold(): the group's
+ * room shrinks as for a reservation), so that what was decided stays true: two containers created
+ * at once into a group with room for one get their answers at creation, the second a refusal. The
+ * hold is given back when the watch ends; at the start, it is given back and the admission made in
+ * the same turn of the event loop, so nobody can take the room in between. (In a group of
+ * partitioned placement the group's bandwidth is held, not a CPU's: the CPU is chosen at the
+ * start.)
+ *
+ * A watch is recorded in the state journal (a W record at the call and when the exec is seen, an X
+ * when it ends; state.h), and an edfd restarted meanwhile (or killed) takes it up again: its
+ * bandwidth held again, the process looked at once. A program that exec'd while edfd was down has
+ * its exec taken as seen at the restart (its bound counts from then); one that exec'd before keeps
+ * its exec time and its bound, both CLOCK_MONOTONIC. A process that ended or was admitted
+ * meanwhile ends its watch. At a clean stop the watches stay in the journal for the next edfd. */
 
 #include "config.h"
 
@@ -59,7 +70,8 @@
 typedef struct StartupWatch {
         Manager *m;
         AdmitRequest req;          /* req.group points to group */
-        char *group;
+        char *group;               /* the group decided at the call (its path) */
+        bool held;                 /* req's bandwidth held in group (group_hold()) */
         uint64_t bw;               /* the request's bandwidth: counted as the caller's */
         uint64_t start_time;       /* /proc start time: a reused pid is another process */
         uint64_t exe_dev, exe_ino; /* /proc/PID/exe at the call */
@@ -90,13 +102,55 @@ static void watch_free(StartupWatch *w) {
         free(w);
 }
 
-/* End w: out of the table, its count given back. */
-static void watch_end(Manager *m, StartupWatch *w) {
+/* Give w's held bandwidth back to its group. */
+static void watch_unhold(Manager *m, StartupWatch *w) {
+        Group *g;
+
+        if (!w->held)
+                return;
+        g = tree_find_group(m->tree, w->group);
+        if (g)
+                group_unhold(m->tree, g, w->bw);
+        w->held = false;
+}
+
+static void watch_to_state(const StartupWatch *w, StateWatch *ret) {
+        *ret = (StateWatch) {
+                .pid = (uint32_t) w->req.pid, .start_time = w->start_time, .exe_dev = w->exe_dev,
+                .exe_ino = w->exe_ino, .uid = (uint32_t) w->req.caller.uid, .caller_pid = (uint32_t) w->req.caller.pid,
+                .may_move = w->req.may_move, .flags = w->req.flags, .params = w->req.params,
+                .bound_ns = w->bound_ns, .called_ns = w->called_ns, .expire_ns = w->expire_ns,
+                .exec_ns = w->exec_ns, .base_switches = w->base_switches,
+        };
+        snprintf(ret->group, sizeof ret->group, "%s", w->group);
+}
+
+/* w as it is now into the journal (a W record). */
+static int watch_record(Manager *m, const StartupWatch *w) {
+        StateWatch sw;
+
+        watch_to_state(w, &sw);
+        return state_write_watch(m->state, &sw);
+}
+
+/* Out of the table, its count given back. */
+static void watch_unlink(Manager *m, StartupWatch *w) {
         if (hashmap_remove(&m->startup.watches, watch_key(w->req.pid)) == w) {
                 m->startup.n--;
                 if (w->req.caller.uid != 0)
                         m->startup.n_users--;
         }
+}
+
+/* End w: out of the table, its hold given back, its end journaled. */
+static void watch_end(Manager *m, StartupWatch *w) {
+        int r;
+
+        watch_unlink(m, w);
+        watch_unhold(m, w);
+        r = state_write_watch_end(m->state, (uint32_t) w->req.pid);
+        if (r < 0)
+                log_state_failure(r);
         watch_free(w);
 }
 
@@ -135,6 +189,8 @@ static void admit_now(Manager *m, StartupWatch *w, const char *why) {
         uint64_t id = 0;
         int r;
 
+        /* The room held since the call, given back for the admission to take in this same turn. */
+        watch_unhold(m, w);
         w->req.done = startup_done;
         w->req.done_userdata = (void *) (uintptr_t) w->req.pid;
         manager_bus_defer_begin(m);
@@ -184,9 +240,15 @@ static bool look(Manager *m, StartupWatch *w, uint64_t now) {
 
         if (w->exec_ns == 0) {
                 if (exec_seen(w)) {
+                        int r;
+
                         w->exec_ns = now;
                         w->base_switches = proc_voluntary_switches(pid);
                         w->interval_ns = STARTUP_LOOK_MIN_NSEC;
+                        /* A restart from here on keeps the exec's time, and so the bound. */
+                        r = watch_record(m, w);
+                        if (r < 0)
+                                log_state_failure(r);
                         schedule(w, now, now + w->interval_ns, false); /* its first sleep, from then on */
                         return false;
                 }
@@ -315,8 +377,9 @@ static int check_room(Manager *m, const AdmitRequest *req, uint64_t bw, OpError 
 }
 
 int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_ns, OpError *error) {
-        const char *path = req->group && *req->group ? req->group : m->config ? m->config->default_group : NULL;
+        const Group *g = NULL;
         StartupWatch *w;
+        Refusal rf;
         struct stat exe;
         ProcStat st;
         uint64_t bw, now, timeout, at;
@@ -335,7 +398,7 @@ int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_n
                 return op_fail(error, OP_INVALID, "process %" PRIu64 " already waits for its start",
                                req->pid);
         /* As it would be decided now: the process, its owner, the group, the room, the limits. */
-        if (manager_admit_decide(m, req, error) < 0)
+        if (manager_admit_decide(m, req, &g, error) < 0)
                 return -1;
         /* Valid parameters (decided above): their bandwidth is a number. */
         if (bw_of(req->params.runtime, req->params.period, &bw) < 0)
@@ -351,7 +414,7 @@ int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_n
                                : op_errno(error, r, "reading the process");
 
         w = calloc(1, sizeof *w);
-        if (!w || !(w->group = strdup(req->group ? req->group : ""))) {
+        if (!w || !(w->group = strdup(g->path))) {
                 free(w);
                 return op_errno(error, -ENOMEM, "an admission at start");
         }
@@ -386,14 +449,195 @@ int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_n
         m->startup.n++;
         if (req->caller.uid != 0)
                 m->startup.n_users++;
-        log_debug("Process %" PRIu64 " waits for its start (bound %" PRIu64 " ns) to be admitted into %s", req->pid,
-                  bound_ns, path ? path : "/");
+        /* Decided above in this same turn: the room is there (a refusal here is a bug's). */
+        r = group_hold(m->tree, tree_find_group(m->tree, w->group), bw, &rf);
+        if (r != 0) {
+                watch_unlink(m, w);
+                watch_free(w);
+                return op_refused(error, &rf);
+        }
+        w->held = true;
+        r = watch_record(m, w);
+        if (r < 0) {
+                log_state_failure(r);
+                watch_unlink(m, w);
+                watch_unhold(m, w);
+                watch_free(w);
+                return op_errno(error, r, "recording the admission at start");
+        }
+        log_debug("Process %" PRIu64 " waits for its start (bound %" PRIu64 " ns) to be admitted into %s, %s held",
+                  req->pid, bound_ns, w->group, bw_format_up(bw, (char[DURATION_MAX]) {}));
         return 0;
+}
+
+int startup_watches(const Manager *m, StateWatch **ret, size_t *ret_n) {
+        StateWatch *v = calloc(m->startup.n ? m->startup.n : 1, sizeof(StateWatch));
+        const StartupWatch *w;
+        size_t n = 0;
+
+        if (!v)
+                return -ENOMEM;
+        HASHMAP_FOREACH(w, &m->startup.watches, i)
+                if (n < m->startup.n)
+                        watch_to_state(w, &v[n++]);
+        *ret = v;
+        *ret_n = n;
+        return 0;
+}
+
+int startup_hold_in(Manager *m, Tree *t, OpError *error) {
+        const StartupWatch *w;
+
+        HASHMAP_FOREACH(w, &m->startup.watches, i) {
+                Group *g;
+                Refusal rf;
+                char buf[256];
+                int r;
+
+                if (!w->held)
+                        continue;
+                g = tree_find_group(t, w->group);
+                if (!g)
+                        return op_fail(error, OP_INVALID_CONFIG,
+                                       "the new configuration has no group %s, where process %" PRIu64 " waits for its "
+                                       "start to be admitted", w->group, w->req.pid);
+                r = group_hold(t, g, w->bw, &rf);
+                if (r != 0)
+                        return op_fail(error, OP_INVALID_CONFIG,
+                                       "the admission of process %" PRIu64 " waiting for its start does not fit the "
+                                       "new configuration: %s", w->req.pid, refusal_format(&rf, buf, sizeof buf));
+        }
+        return 0;
+}
+
+void startup_group_removed(Manager *m, const Group *g) {
+        StartupWatch *w;
+        bool again = true;
+
+        /* One at a time: ending a watch changes the table under the walk. */
+        while (again) {
+                again = false;
+                HASHMAP_FOREACH(w, &m->startup.watches, i)
+                        if (strcmp(w->group, g->path) == 0) {
+                                log_debug("Process %" PRIu64 " waited for its start in %s, which is removed: dropped",
+                                          w->req.pid, g->path);
+                                watch_end(m, w);
+                                again = true;
+                                break;
+                        }
+        }
+}
+
+/* The first look at a restored watch, at once: it may have exec'd, slept, passed its bound or its
+ * exec-timeout while edfd was down. */
+static int watch_arm(Manager *m, StartupWatch *w) {
+        uint64_t now = now_ns();
+        int r;
+
+        r = sd_event_add_time(m->event, &w->timer, CLOCK_MONOTONIC, now / 1000, accuracy_usec(now, now), on_watch_timer,
+                              w);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(w->timer, SD_EVENT_ONESHOT);
+        return r;
+}
+
+void startup_restore(Manager *m, const StateWatch *watches, size_t n) {
+        unsigned restored = 0, gone = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const StateWatch *sw = &watches[i];
+                pid_t pid = (pid_t) sw->pid;
+                StartupWatch *w;
+                ProcStat st;
+                Group *g = NULL;
+                Refusal rf;
+                uint64_t bw = 0;
+                char buf[256];
+                const char *why = NULL;
+
+                if (sw->pid > INT32_MAX || proc_read_stat(pid, pid, PROC_STAT_START_TIME, &st) < 0 ||
+                    st.start_time != sw->start_time)
+                        why = "its process ended while edfd was down";
+                else if (tree_find_thread(m->tree, sw->pid))
+                        why = "it was admitted before edfd stopped";
+                else if (!(g = tree_find_group(m->tree, sw->group)))
+                        why = "its group no longer exists";
+                else if (bw_of(sw->params.runtime, sw->params.period, &bw) < 0)
+                        why = "its parameters have no bandwidth";
+                else if (hashmap_get(&m->startup.watches, watch_key(sw->pid)) || m->startup.n >= STARTUP_WATCHES_MAX)
+                        why = "the table of watches is full";
+                if (why) {
+                        int r = state_write_watch_end(m->state, sw->pid);
+                        if (r < 0)
+                                log_state_failure(r);
+                        log_info("Process %" PRIu32 " waited for its start to be admitted into %s: dropped, %s",
+                                 sw->pid, sw->group, why);
+                        gone++;
+                        continue;
+                }
+                w = calloc(1, sizeof *w);
+                if (!w || !(w->group = strdup(sw->group)) ||
+                    hashmap_put(&m->startup.watches, watch_key(sw->pid), w) < 0) {
+                        if (w)
+                                free(w->group);
+                        free(w);
+                        (void) log_oom();
+                        return;
+                }
+                w->m = m;
+                w->req = (AdmitRequest) { .pid = sw->pid, .tid = sw->pid, .group = w->group, .params = sw->params,
+                                          .flags = sw->flags, .caller = { .uid = (uid_t) sw->uid, .pid = (pid_t) sw->caller_pid },
+                                          .may_move = sw->may_move };
+                w->bw = bw;
+                w->start_time = sw->start_time;
+                w->exe_dev = sw->exe_dev;
+                w->exe_ino = sw->exe_ino;
+                w->called_ns = sw->called_ns;
+                w->expire_ns = sw->expire_ns;
+                w->bound_ns = sw->bound_ns;
+                w->exec_ns = sw->exec_ns;
+                w->base_switches = sw->base_switches;
+                w->interval_ns = sw->exec_ns ? STARTUP_LOOK_MIN_NSEC : STARTUP_LOOK_MIN_NSEC / 2;
+                m->startup.n++;
+                if (sw->uid != 0)
+                        m->startup.n_users++;
+                if (group_hold(m->tree, g, bw, &rf) == 0)
+                        w->held = true;
+                else
+                        log_warning("Process %" PRIu32 " waits for its start to be admitted into %s, but its bandwidth "
+                                    "cannot be held there again: %s; it is decided again at its start",
+                                    sw->pid, sw->group, refusal_format(&rf, buf, sizeof buf));
+                restored++;
+        }
+        if (restored || gone)
+                log_info("Took up %u admissions waiting for their programs' start from %s; %u were dropped", restored,
+                         m->state_dir, gone);
+}
+
+void startup_start(Manager *m) {
+        StartupWatch *w;
+        bool again = true;
+
+        while (again) {
+                again = false;
+                HASHMAP_FOREACH(w, &m->startup.watches, i)
+                        if (!w->timer) {
+                                int r = watch_arm(m, w);
+                                if (r < 0) {
+                                        log_warning("Process %" PRIu64 " waits for its start, but its timer cannot be "
+                                                    "armed: %s; dropped", w->req.pid, strerror(-r));
+                                        watch_end(m, w);
+                                        again = true;
+                                        break;
+                                }
+                        }
+        }
 }
 
 void startup_stop(Manager *m) {
         StartupWatch *w;
 
+        /* Their W records stay: the next edfd takes them up. */
         HASHMAP_FOREACH(w, &m->startup.watches, i)
                 watch_free(w);
         hashmap_done(&m->startup.watches);

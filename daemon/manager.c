@@ -452,6 +452,7 @@ int manager_new(Manager **ret, const ManagerOptions *opts) {
         procs_open(m);
         adopt(m, &loaded);
         place_restore_origins(m, loaded.origins, loaded.n_origins);
+        startup_restore(m, loaded.watches, loaded.n_watches);
         state_loaded_done(&loaded);
         /* Children born while edfd was down (since the state was last written) were not raised. */
         count_unseen_children(m, down_since);
@@ -527,6 +528,7 @@ int manager_start(Manager *m) {
         r = procs_start(m);
         if (r < 0)
                 return r;
+        startup_start(m);
         place_start(m);
         throttles_start(m);
 

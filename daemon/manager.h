@@ -230,12 +230,14 @@ int manager_admit(Manager *m, const AdmitRequest *req, uint64_t *ret_id, OpError
  * and polkit: 0, or -1 with *error. manager_admit() makes them again. */
 int manager_admit_check_args(const AdmitRequest *req, OpError *error);
 /* Every check and decision of manager_admit() (the core's rules, the room, the placement), and
- * nothing applied or recorded: 0 when it would be admitted now, or -1 with *error. */
-int manager_admit_decide(Manager *m, const AdmitRequest *req, OpError *error);
+ * nothing applied or recorded: 0 with the group it would go into (*ret_group, may be NULL) when it
+ * would be admitted now, or -1 with *error. */
+int manager_admit_decide(Manager *m, const AdmitRequest *req, const Group **ret_group, OpError *error);
 /* Admit req's process (pid = tid, its main thread) when its program starts: after its next exec,
  * at its first sleep, or bound_ns after the exec (manager-startup.c). Decided now as
  * manager_admit_decide() decides (the room, the limits, the placement), with the caller's watches
- * counted as its reservations, and again at the start, where a refusal is logged. A process that
+ * counted as its reservations, its bandwidth held in that group from now on, and decided again at
+ * the start, where a refusal is logged. Journaled: a restarted edfd takes it up. A process that
  * does not exec within the configuration's exec-timeout is dropped. Returns 0, or -1 with *error. */
 int manager_admit_at_start(Manager *m, const AdmitRequest *req, uint64_t bound_ns, OpError *error);
 int manager_update(Manager *m, const Caller *c, uint64_t id, const DlParams *p, OpError *error);

@@ -14,10 +14,13 @@
 #include "basic/hashmap.h"
 #include "basic/macro.h"
 #include "basic/parse.h"
+#include "basic/strv.h"
 #include "cpuset.h"
 #include "state.h"
 
-#define STATE_LINE_MAX 512
+/* Every line but a G record with a users: list is below 600 bytes; that one may hold STATE_USERS_MAX
+ * names (see the assertion at users_format()). */
+#define STATE_LINE_MAX (17 * 1024)
 #define STATE_HEADER "edfd-state"
 
 /* Room allocated and mapped ahead of the journal's end: one fallocate(2) and mremap(2) every 64 KiB
@@ -312,13 +315,92 @@ int state_write_release(State *s, uint64_t id) {
         return append_line(s, body);
 }
 
-int state_write_group(State *s, bool override, const char *path, uint64_t runtime, uint64_t period) {
-        char body[STATE_LINE_MAX];
+/* --- a group's users: list (G records) --- */
 
-        if (!group_path_valid(path))
+static bool user_name_plain(const char *name) {
+        size_t len = strlen(name);
+
+        if (len == 0 || len > STATE_USER_NAME_MAX || name[0] == '-')
+                return false;
+        for (size_t i = 0; i < len; i++) {
+                char c = name[i];
+                if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                      c == '.' || c == '-' || (c == '$' && i == len - 1)))
+                        return false;
+        }
+        return true;
+}
+
+#define USERS_FIELD "users="
+_Static_assert(1 + GROUP_PATH_MAX + 2 * 21 + 1 + sizeof USERS_FIELD + STATE_USERS_MAX * (STATE_USER_NAME_MAX + 1) +
+                       16 <= STATE_LINE_MAX,
+               "a G record with the longest users: list must fit a journal line");
+
+/* "G path runtime period[ users=A,B]" (or O, without users) into buf of STATE_LINE_MAX bytes. */
+static int format_group(char *buf, bool override, const char *path, uint64_t runtime, uint64_t period,
+                        char *const *users) {
+        size_t n, count = 0;
+
+        if (!group_path_valid(path) || (override && users))
                 return -EINVAL;
-        snprintf(body, sizeof body, "%c %s %" PRIu64 " %" PRIu64, override ? 'O' : 'G', path, runtime, period);
-        return append_line(s, body);
+        n = (size_t) snprintf(buf, STATE_LINE_MAX, "%c %s %" PRIu64 " %" PRIu64, override ? 'O' : 'G', path, runtime,
+                              period);
+        if (!users)
+                return 0;
+        n += (size_t) snprintf(buf + n, STATE_LINE_MAX - n, " " USERS_FIELD);
+        for (char *const *u = users; *u; u++) {
+                if (++count > STATE_USERS_MAX || !user_name_plain(*u))
+                        return -EINVAL;
+                for (char *const *v = users; v < u; v++)
+                        if (strcmp(*v, *u) == 0)
+                                return -EINVAL; /* a name twice: read back as malformed */
+                n += (size_t) snprintf(buf + n, STATE_LINE_MAX - n, "%s%s", u == users ? "" : ",", *u);
+        }
+        return 0;
+}
+
+/* The field after "users=" back into a list (empty: root only). -EINVAL for a name StateGroup does
+ * not allow, an empty name, or too many. */
+static int parse_users(const char *field, char ***ret) {
+        _cleanup_strv_free_ char **l = calloc(STATE_USERS_MAX + 1, sizeof(char *));
+        size_t n = 0;
+
+        if (!l)
+                return -ENOMEM;
+        if (*field == '\0') {
+                *ret = l;
+                l = NULL;
+                return 0;
+        }
+        for (const char *p = field;; ) {
+                const char *comma = strchr(p, ',');
+                size_t len = comma ? (size_t) (comma - p) : strlen(p);
+
+                if (n == STATE_USERS_MAX || len == 0 || len > STATE_USER_NAME_MAX)
+                        return -EINVAL;
+                l[n] = strndup(p, len);
+                if (!l[n])
+                        return -ENOMEM;
+                if (!user_name_plain(l[n++]))
+                        return -EINVAL;
+                for (size_t i = 0; i + 1 < n; i++)
+                        if (strcmp(l[i], l[n - 1]) == 0)
+                                return -EINVAL;
+                if (!comma)
+                        break;
+                p = comma + 1;
+        }
+        *ret = l;
+        l = NULL;
+        return 0;
+}
+
+int state_write_group(State *s, bool override, const char *path, uint64_t runtime, uint64_t period,
+                      char *const *users) {
+        char body[STATE_LINE_MAX];
+        int r = format_group(body, override, path, runtime, period, users);
+
+        return r < 0 ? r : append_line(s, body);
 }
 
 int state_write_group_removed(State *s, const char *path) {
@@ -349,6 +431,63 @@ void state_record_from(StateRecord *ret, const Reservation *r) {
 
 bool state_wants_rewrite(const State *s, size_t live) {
         return s->n_lines > 1024 + 2 * live;
+}
+
+/* --- admissions waiting for their start (W and X records) --- */
+
+/* "W ..." as state.h's StateWatch says, into buf of STATE_LINE_MAX bytes. */
+static int format_watch(char *buf, const StateWatch *w) {
+        if (w->pid == 0 || !group_path_valid(w->group) || w->base_switches < -1)
+                return -EINVAL;
+        snprintf(buf, STATE_LINE_MAX,
+                 "W %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu32 " %" PRIu32 " %d %" PRIu64 " %s %" PRIu64
+                 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
+                 w->pid, w->start_time, w->exe_dev, w->exe_ino, w->uid, w->caller_pid, w->may_move ? 1 : 0, w->flags,
+                 w->group, w->params.runtime, w->params.deadline, w->params.period, w->bound_ns, w->called_ns,
+                 w->expire_ns, w->exec_ns, (uint64_t) (w->base_switches + 1));
+        return 0;
+}
+
+#define WATCH_FIELDS 18
+
+static int parse_watch(char **f, size_t n, StateWatch *ret) {
+        StateWatch w = {};
+        uint32_t may_move;
+        uint64_t switches;
+
+        if (n != WATCH_FIELDS || parse_u32(f[1], &w.pid, NULL) < 0 || w.pid == 0 ||
+            parse_u64(f[2], &w.start_time, NULL) < 0 || parse_u64(f[3], &w.exe_dev, NULL) < 0 ||
+            parse_u64(f[4], &w.exe_ino, NULL) < 0 || parse_u32(f[5], &w.uid, NULL) < 0 ||
+            parse_u32(f[6], &w.caller_pid, NULL) < 0 || parse_u32(f[7], &may_move, NULL) < 0 || may_move > 1 ||
+            parse_u64(f[8], &w.flags, NULL) < 0 || !group_path_valid(f[9]) ||
+            parse_u64(f[10], &w.params.runtime, NULL) < 0 || parse_u64(f[11], &w.params.deadline, NULL) < 0 ||
+            parse_u64(f[12], &w.params.period, NULL) < 0 || parse_u64(f[13], &w.bound_ns, NULL) < 0 ||
+            parse_u64(f[14], &w.called_ns, NULL) < 0 || parse_u64(f[15], &w.expire_ns, NULL) < 0 ||
+            parse_u64(f[16], &w.exec_ns, NULL) < 0 || parse_u64(f[17], &switches, NULL) < 0 ||
+            switches > (uint64_t) INT64_MAX)
+                return -EINVAL;
+        w.may_move = may_move == 1;
+        w.base_switches = (int64_t) switches - 1;
+        snprintf(w.group, sizeof w.group, "%s", f[9]);
+        *ret = w;
+        return 0;
+}
+
+int state_write_watch(State *s, const StateWatch *w) {
+        char body[STATE_LINE_MAX];
+        int r = format_watch(body, w);
+
+        return r < 0 ? r : append_line(s, body);
+}
+
+int state_write_watch_end(State *s, uint32_t pid) {
+        char body[32];
+
+        if (pid == 0)
+                return -EINVAL;
+        body[0] = 'X';
+        *put_u64(body + 1, pid) = '\0';
+        return append_line(s, body);
 }
 
 /* --- origins (P records) --- */
@@ -451,12 +590,14 @@ int state_write_origin(State *s, uint32_t pid, const char *path) {
 }
 
 int state_rewrite(State *s, const StateRecord *records, size_t n_records, const StateGroup *groups,
-                  size_t n_groups, const StateOrigin *origins, size_t n_origins, uint64_t next_id) {
+                  size_t n_groups, const StateOrigin *origins, size_t n_origins, const StateWatch *watches,
+                  size_t n_watches, uint64_t next_id) {
+        _cleanup_free_ char *body = malloc(STATE_LINE_MAX);
         _cleanup_free_ char *tmp = NULL;
         FILE *f;
         int fd, r = 0;
 
-        if (asprintf(&tmp, "%s.new", s->path) < 0)
+        if (!body || asprintf(&tmp, "%s.new", s->path) < 0)
                 return -ENOMEM;
         fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd < 0)
@@ -467,22 +608,20 @@ int state_rewrite(State *s, const StateRecord *records, size_t n_records, const 
                 return -ENOMEM;
         }
         fprintf(f, STATE_HEADER " %d next=%" PRIu64 "\n", STATE_VERSION, next_id);
-        for (size_t i = 0; i < n_groups; i++) {
-                char body[STATE_LINE_MAX];
-                snprintf(body, sizeof body, "%c %s %" PRIu64 " %" PRIu64, groups[i].override ? 'O' : 'G',
-                         groups[i].path, groups[i].runtime, groups[i].period);
-                fprintf(f, "%s #%08" PRIx32 "\n", body, line_sum(body, strlen(body)));
-        }
+        for (size_t i = 0; i < n_groups; i++)
+                if (format_group(body, groups[i].override, groups[i].path, groups[i].runtime, groups[i].period,
+                                 groups[i].override ? NULL : groups[i].users) == 0)
+                        fprintf(f, "%s #%08" PRIx32 "\n", body, line_sum(body, strlen(body)));
         for (size_t i = 0; i < n_records; i++) {
-                char body[STATE_LINE_MAX];
                 format_record(body, 'A', &records[i]);
                 fprintf(f, "%s #%08" PRIx32 "\n", body, line_sum(body, strlen(body)));
         }
-        for (size_t i = 0; i < n_origins; i++) {
-                char body[STATE_LINE_MAX];
+        for (size_t i = 0; i < n_origins; i++)
                 if (format_origin(body, origins[i].pid, origins[i].path) == 0)
                         fprintf(f, "%s #%08" PRIx32 "\n", body, line_sum(body, strlen(body)));
-        }
+        for (size_t i = 0; i < n_watches; i++)
+                if (format_watch(body, &watches[i]) == 0)
+                        fprintf(f, "%s #%08" PRIx32 "\n", body, line_sum(body, strlen(body)));
         if (fflush(f) != 0 || fsync(fileno(f)) < 0)
                 r = -errno;
         if (fclose(f) != 0 && r == 0)
@@ -537,8 +676,26 @@ typedef struct Loader {
         size_t n_groups;
         StateOrigin *origins;
         size_t n_origins;
+        StateWatch *watches;
+        size_t n_watches;
         uint64_t next_id;
 } Loader;
+
+static void groups_free(StateGroup *groups, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                strv_free(groups[i].users);
+        free(groups);
+}
+
+static void loader_done(Loader *l) {
+        hashmap_done(&l->by_id);
+        free(l->entries);
+        free(l->dead);
+        groups_free(l->groups, l->n_groups);
+        free(l->origins);
+        free(l->watches);
+        *l = (Loader) {};
+}
 
 static StateEntry *loader_entry(Loader *l, uint64_t id) {
         uintptr_t i = (uintptr_t) hashmap_get(&l->by_id, id);
@@ -564,10 +721,12 @@ static StateEntry *loader_entry(Loader *l, uint64_t id) {
         return &l->entries[l->n++];
 }
 
+/* A G, O or D record; users (a G's list, or NULL) is taken. */
 static int loader_group(Loader *l, const char *path, bool remove, bool override, uint64_t runtime,
-                        uint64_t period) {
+                        uint64_t period, char **users) {
         for (size_t i = 0; i < l->n_groups; i++)
                 if (strcmp(l->groups[i].path, path) == 0) {
+                        strv_free(l->groups[i].users);
                         if (remove) {
                                 memmove(&l->groups[i], &l->groups[i + 1],
                                         (l->n_groups - i - 1) * sizeof(StateGroup));
@@ -576,24 +735,50 @@ static int loader_group(Loader *l, const char *path, bool remove, bool override,
                                 l->groups[i].runtime = runtime;
                                 l->groups[i].period = period;
                                 l->groups[i].override = override;
+                                l->groups[i].users = users; /* each G says the whole list */
                         }
                         return 0;
                 }
         if (remove)
                 return 0;
         StateGroup *g = reallocarray(l->groups, l->n_groups + 1, sizeof(StateGroup));
-        if (!g)
+        if (!g) {
+                strv_free(users);
                 return -ENOMEM;
+        }
         l->groups = g;
         g = &l->groups[l->n_groups++];
-        *g = (StateGroup) { .runtime = runtime, .period = period, .override = override };
+        *g = (StateGroup) { .runtime = runtime, .period = period, .override = override, .users = users };
         snprintf(g->path, sizeof g->path, "%s", path);
+        return 0;
+}
+
+/* A W record (replacing the pid's last) or an X (ending it). */
+static int loader_watch(Loader *l, const StateWatch *w, uint32_t ended) {
+        uint32_t pid = w ? w->pid : ended;
+        size_t i;
+
+        for (i = 0; i < l->n_watches && l->watches[i].pid != pid; i++)
+                ;
+        if (!w) {
+                if (i < l->n_watches)
+                        l->watches[i] = l->watches[--l->n_watches];
+                return 0;
+        }
+        if (i == l->n_watches) {
+                StateWatch *t = reallocarray(l->watches, l->n_watches + 1, sizeof(StateWatch));
+                if (!t)
+                        return -ENOMEM;
+                l->watches = t;
+                l->n_watches++;
+        }
+        l->watches[i] = *w;
         return 0;
 }
 
 /* One line without its newline. Returns 0, -EBADMSG for a corrupt line, -ENOMEM. */
 static int load_line(Loader *l, char *line, const char **ret_reason) {
-        char *hash = strrchr(line, '#'), *f[15];
+        char *hash = strrchr(line, '#'), *f[WATCH_FIELDS + 1];
         uint32_t want;
         size_t n;
         int k;
@@ -604,7 +789,7 @@ static int load_line(Loader *l, char *line, const char **ret_reason) {
         if (sscanf(hash + 1, "%8" SCNx32, &want) != 1 || want != line_sum(line, strlen(line)))
                 return *ret_reason = "a line whose checksum does not match", -EBADMSG;
 
-        n = split_fields(line, f, 14);
+        n = split_fields(line, f, WATCH_FIELDS);
         if (n == 0 || strlen(f[0]) != 1)
                 return *ret_reason = "an unknown record", -EBADMSG;
         switch (f[0][0]) {
@@ -649,15 +834,38 @@ static int load_line(Loader *l, char *line, const char **ret_reason) {
         case 'G':
         case 'O': {
                 uint64_t runtime, period;
-                if (n != 4 || !group_path_valid(f[1]) || parse_u64(f[2], &runtime, NULL) < 0 ||
-                    parse_u64(f[3], &period, NULL) < 0)
+                char **users = NULL;
+                if ((n != 4 && (n != 5 || f[0][0] != 'G')) || !group_path_valid(f[1]) ||
+                    parse_u64(f[2], &runtime, NULL) < 0 || parse_u64(f[3], &period, NULL) < 0)
                         return *ret_reason = "a malformed group record", -EBADMSG;
-                return loader_group(l, f[1], false, f[0][0] == 'O', runtime, period);
+                if (n == 5) {
+                        if (strncmp(f[4], USERS_FIELD, strlen(USERS_FIELD)) != 0)
+                                return *ret_reason = "a malformed group record", -EBADMSG;
+                        k = parse_users(f[4] + strlen(USERS_FIELD), &users);
+                        if (k == -EINVAL)
+                                return *ret_reason = "a group record whose users: list holds a name edfd does not "
+                                                     "accept, one twice, or more than 64", -EBADMSG;
+                        if (k < 0)
+                                return k;
+                }
+                return loader_group(l, f[1], false, f[0][0] == 'O', runtime, period, users);
         }
         case 'D':
                 if (n != 2 || !group_path_valid(f[1]))
                         return *ret_reason = "a malformed group record", -EBADMSG;
-                return loader_group(l, f[1], true, false, 0, 0);
+                return loader_group(l, f[1], true, false, 0, 0, NULL);
+        case 'W': {
+                StateWatch w;
+                if (parse_watch(f, n, &w) < 0)
+                        return *ret_reason = "a malformed start-up watch record", -EBADMSG;
+                return loader_watch(l, &w, 0);
+        }
+        case 'X': {
+                uint32_t pid;
+                if (n != 2 || parse_u32(f[1], &pid, NULL) < 0 || pid == 0)
+                        return *ret_reason = "a malformed start-up watch record", -EBADMSG;
+                return loader_watch(l, NULL, pid);
+        }
         case 'P': {
                 StateOrigin o = {};
                 StateOrigin *t;
@@ -759,8 +967,9 @@ static int mark_version(const char *path, size_t at, size_t len) {
 
 void state_loaded_done(StateLoaded *l) {
         free(l->entries);
-        free(l->groups);
+        groups_free(l->groups, l->n_groups);
         free(l->origins);
+        free(l->watches);
         free(l->corrupt_path);
         free(l->corrupt_reason);
         *l = (StateLoaded) {};
@@ -856,11 +1065,7 @@ int state_load(State *s, StateLoaded *ret) {
 
         if (r == -EBADMSG) {
                 /* Keep the file for inspection; start from what the kernel shows. */
-                hashmap_done(&l.by_id);
-                free(l.entries);
-                free(l.dead);
-                free(l.groups);
-                free(l.origins);
+                loader_done(&l);
                 s->n_lines = 0;
                 out.version = version;
                 r = move_aside(s, &out, reason, lineno);
@@ -887,13 +1092,15 @@ int state_load(State *s, StateLoaded *ret) {
         out.origins = l.origins;
         out.n_origins = l.n_origins;
         l.origins = NULL;
+        out.watches = l.watches;
+        out.n_watches = l.n_watches;
+        l.watches = NULL;
         out.next_id = l.next_id;
         out.version = version;
-        hashmap_done(&l.by_id);
-        free(l.entries);
-        free(l.dead);
+        l.n_groups = 0;
+        loader_done(&l);
         /* An older version's file says this version before anything is appended that its
-         * version does not have (a P record). */
+         * version does not have (a P, W or X record, a G with users). */
         if (version > 0 && version < STATE_VERSION) {
                 r = mark_version(s->path, version_at, version_len);
                 if (r < 0) {
@@ -914,10 +1121,6 @@ done:
         *ret = out;
         return 0;
 fail:
-        hashmap_done(&l.by_id);
-        free(l.entries);
-        free(l.dead);
-        free(l.groups);
-        free(l.origins);
+        loader_done(&l);
         return r;
 }

@@ -28,13 +28,19 @@
  *      reservation says the earlier one took effect. An admission writes no A after its I (one
  *      write fewer on the hot path): until the reservation's next record the I stands for it.
  *   R  a reservation ended
- *   G  a group created over D-Bus (dynamic), or its new bandwidth
+ *   G  a group created over D-Bus (dynamic), or its new bandwidth: "G path runtime period [users=A,B]",
+ *      the last field only for a group made with its own users: list (CreateGroupWithUsers; "users="
+ *      alone: root only), the whole list each time; without it the group has its parent's
  *   O  an override of a configured group's bandwidth (SetGroup), until the next reload
  *   D  a dynamic group removed, or an override dropped
  *   P  where a process moved whole into the v2 partitions came from (below)
+ *   W  an admission waiting for its program's start (AdmitAtStart), as it is now: the whole watch
+ *      (below), written at the call and again when the exec is seen
+ *   X  that watch ended (admitted, refused, dropped, its process gone): "X pid"
  *
- * Versions (the header's number): 1 (edfd 0.1.0) has every record above but P, except that
- * development builds of 0.2.0 up to b770680 wrote P into version-1 files too; 2 adds P. Every
+ * Versions (the header's number): 1 (edfd 0.1.0) has every record above but P, W, X and G's users
+ * field, except that development builds of 0.2.0 up to b770680 wrote P into version-1 files too; 2
+ * adds P; 3 adds W, X and G's users field. Every
  * version up to STATE_VERSION is read, all the same way, and a file of an older version is marked
  * STATE_VERSION before anything is appended to it. A newer version is not read (the reason names
  * both versions) and is kept aside as below, like any file this edfd cannot vouch for. An older
@@ -55,7 +61,7 @@
 #include "core/params.h"
 #include "core/tree.h"
 
-#define STATE_VERSION 2
+#define STATE_VERSION 3
 
 typedef struct StateRecord {
         uint64_t id;
@@ -76,11 +82,37 @@ typedef struct StateEntry {
         StateRecord intent;     /* an I record after it, not yet settled */
 } StateEntry;
 
+/* A group's own users: list holds at most STATE_USERS_MAX names of at most STATE_USER_NAME_MAX bytes,
+ * each of [A-Za-z0-9_.-] (a final $ allowed): what edfd accepts (manager-groups.c, conf.h). */
+#define STATE_USERS_MAX 64
+#define STATE_USER_NAME_MAX 256
+
 typedef struct StateGroup {
         char path[GROUP_PATH_MAX + 1];
         uint64_t runtime, period;
         bool override;          /* O: a configured group's bandwidth, not a dynamic group */
+        char **users;           /* a dynamic group's own users: list (NULL-terminated; empty: root only),
+                                 * or NULL: its parent's. Owned by the StateLoaded that holds it; borrowed
+                                 * by state_rewrite() */
 } StateGroup;
+
+/* An admission waiting for its program's start (manager-startup.c): "W pid start-time exe-dev exe-ino
+ * uid caller-pid may-move flags group runtime deadline period bound called expire exec switches",
+ * the times CLOCK_MONOTONIC ns (one clock for the whole boot: a restarted edfd reads them as its
+ * own; /run does not outlive a boot), exec 0 until the exec is seen, switches the voluntary switches
+ * at the exec plus one (0: unknown). */
+typedef struct StateWatch {
+        uint32_t pid;
+        uint64_t start_time;            /* /proc start time: a reused pid is another process */
+        uint64_t exe_dev, exe_ino;      /* /proc/PID/exe at the call */
+        uint32_t uid, caller_pid;       /* the caller */
+        bool may_move;
+        uint64_t flags;
+        char group[GROUP_PATH_MAX + 1]; /* the group decided at the call */
+        DlParams params;
+        uint64_t bound_ns, called_ns, expire_ns, exec_ns;
+        int64_t base_switches;          /* -1: unknown */
+} StateWatch;
 
 /* v2 partitions: the cgroup a process moved whole into edfd-partitions came from (a P record), so
  * that after a restart a release still puts it back there and a stopped service still ends it.
@@ -103,6 +135,8 @@ typedef struct StateLoaded {
         size_t n_groups;
         StateOrigin *origins;   /* the newest per pid, in no order: the caller keeps those of its live pids */
         size_t n_origins;
+        StateWatch *watches;    /* the last W of each pid without an X after it, in no order */
+        size_t n_watches;
         uint64_t next_id;
         bool torn_tail;         /* the last line was incomplete and ignored */
         char *corrupt_path;     /* set when the file was unreadable and moved here */
@@ -130,16 +164,26 @@ void state_loaded_done(StateLoaded *l);
  * this one. 0 or negative errno (the caller must then undo the change it describes). */
 int state_write_reservation(State *s, bool intent, const StateRecord *r);
 int state_write_release(State *s, uint64_t id);
-int state_write_group(State *s, bool override, const char *path, uint64_t runtime, uint64_t period);
+/* users: a dynamic group's own users: list, or NULL (see StateGroup); -EINVAL for a bad path, or a
+ * list longer or with names other than StateGroup allows. */
+int state_write_group(State *s, bool override, const char *path, uint64_t runtime, uint64_t period,
+                      char *const *users);
 int state_write_group_removed(State *s, const char *path);
 /* Where process pid came from (an absolute cgroup path below the mount); a newer record for the
  * same pid replaces it. -EINVAL for a path that is not one as above, -ENAMETOOLONG when its escaped
  * form is longer than STATE_ORIGIN_MAX (nothing written either way). */
 int state_write_origin(State *s, uint32_t pid, const char *path);
 
-/* Rewrite the journal as a snapshot of exactly these records, groups and origins (atomic rename). */
+/* An admission waiting for its start, as it is now (a newer W of the same pid replaces it), and its
+ * end. -EINVAL for a watch with an invalid group path or pid 0. */
+int state_write_watch(State *s, const StateWatch *w);
+int state_write_watch_end(State *s, uint32_t pid);
+
+/* Rewrite the journal as a snapshot of exactly these records, groups, origins and watches (atomic
+ * rename). */
 int state_rewrite(State *s, const StateRecord *records, size_t n_records, const StateGroup *groups,
-                  size_t n_groups, const StateOrigin *origins, size_t n_origins, uint64_t next_id);
+                  size_t n_groups, const StateOrigin *origins, size_t n_origins, const StateWatch *watches,
+                  size_t n_watches, uint64_t next_id);
 /* Whether the journal has grown enough, against `live` current records, to be worth a rewrite. */
 bool state_wants_rewrite(const State *s, size_t live);
 

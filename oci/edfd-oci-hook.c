@@ -238,8 +238,8 @@ static int clean_group(edfd *e, const char *path) {
 static const char *const container_users[] = { NULL };
 
 /* What poststop may remove: GROUP/ID as createRuntime makes it, a group made at run time, not one of
- * edfd's configuration. (Not also "open to root only": edfd's journal keeps no users list, and a
- * container's group that a restart of edfd opened again must still go at poststop.) Returns 1 when
+ * edfd's configuration. (Not also "open to root only": an edfd before journal version 3 kept no users
+ * list, and a container's group that its restart opened again must still go at poststop.) Returns 1 when
  * it is one, 0 when there is no such group, -1 (said) when a group of that name is one of the
  * configuration's: nothing is touched then. */
 static int made_by_create(edfd *e, const char *path) {
@@ -372,7 +372,9 @@ static int stage_create(const char *config_path, const char *state, size_t len) 
         if (rootless) {
                 /* No group of its own: making groups is root's (or polkit's manage action). The
                  * reservation goes into the group itself, held to edfd's rules for this user (the
-                 * group's users, the user's limits), and is released by edfd when it exits. */
+                 * group's users, the user's limits), and is released by edfd when it exits. edfd
+                 * holds its bandwidth in the group from this call on (AdmitAtStart), so a container
+                 * created beside it that does not fit is refused here, at its creation. */
                 path = strdup(group);
                 if (!path) {
                         err("out of memory");

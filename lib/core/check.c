@@ -144,6 +144,11 @@ int tree_check(const Tree *t, char *buf, size_t size) {
                                 n_pids++;
                         n_reservations++;
                 }
+                if (__builtin_add_overflow(sum, g->held, &sum))
+                        return fail(buf, size, "group %s: held bandwidth overflows", g->path);
+                if ((g->held == 0) != (g->n_held == 0))
+                        return fail(buf, size, "group %s: held %" PRIu64 " for %zu admissions", g->path, g->held,
+                                    g->n_held);
                 if (g->last_reservation != prev)
                         return fail(buf, size, "group %s: last reservation is wrong", g->path);
                 if (sum != g->allocated)

@@ -119,8 +119,13 @@ char *refusal_format(const Refusal *r, char *buf, size_t size) {
                 snprintf(buf, size, "reservation id %" PRIu64 " is in use", r->id);
                 break;
         case ADMIT_GROUP_NOT_EMPTY:
-                snprintf(buf, size, "%s: group still holds %" PRIu64 " groups and %" PRIu64 " reservations", name,
-                         r->n_groups, r->n_reservations);
+                if (r->n_held)
+                        snprintf(buf, size, "%s: group still holds %" PRIu64 " groups, %" PRIu64 " reservations and "
+                                 "%" PRIu64 " admissions waiting for their start", name, r->n_groups, r->n_reservations,
+                                 r->n_held);
+                else
+                        snprintf(buf, size, "%s: group still holds %" PRIu64 " groups and %" PRIu64 " reservations",
+                                 name, r->n_groups, r->n_reservations);
                 break;
         case ADMIT_BELOW_ALLOCATED:
                 snprintf(buf, size, "%s: %s is allocated, cannot shrink to %s", name, bw_format(r->allocated_bw, a),
@@ -541,10 +546,11 @@ int group_set_bandwidth(Tree *t, Group *g, uint64_t runtime, uint64_t period, Re
 int group_remove(Tree *t, Group *g, Refusal *ret_refusal) {
         if (g == t->root)
                 return refuse(ret_refusal, ADMIT_IS_ROOT, g->path);
-        if (g->first_child || g->first_reservation) {
+        if (g->first_child || g->first_reservation || g->n_held) {
                 if (ret_refusal)
                         *ret_refusal = (Refusal) { .outcome = ADMIT_GROUP_NOT_EMPTY, .name = g->path,
-                                                   .n_groups = g->n_children, .n_reservations = g->n_reservations };
+                                                   .n_groups = g->n_children, .n_reservations = g->n_reservations,
+                                                   .n_held = g->n_held };
                 return ADMIT_GROUP_NOT_EMPTY;
         }
 
@@ -554,6 +560,29 @@ int group_remove(Tree *t, Group *g, Refusal *ret_refusal) {
         t->n_groups--;
         group_free(g);
         return 0;
+}
+
+int group_hold(Tree *t, Group *g, uint64_t bw, Refusal *ret_refusal) {
+        if (bw > BW_UNIT) {
+                if (ret_refusal)
+                        *ret_refusal = (Refusal) { .outcome = ADMIT_ABOVE_ONE_CPU, .name = g->path, .need_bw = bw };
+                return ADMIT_ABOVE_ONE_CPU;
+        }
+        if (!group_has_room(t, g, 0, bw))
+                return group_refuse_budget(t, g, bw, ret_refusal);
+        g->allocated += bw;
+        g->held += bw;
+        g->n_held++;
+        return 0;
+}
+
+void group_unhold(Tree *t, Group *g, uint64_t bw) {
+        (void) t;
+        if (g->n_held == 0 || bw > g->held)
+                return; /* never held: nothing to give back */
+        g->allocated -= bw;
+        g->held -= bw;
+        g->n_held--;
 }
 
 /* --- per-user usage --- */

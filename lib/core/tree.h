@@ -123,6 +123,7 @@ typedef struct Refusal {
         uint64_t size_bw;            /* BELOW_ALLOCATED: the bandwidth the group was to shrink to */
         uint64_t n_groups;           /* GROUP_NOT_EMPTY: the groups it holds */
         uint64_t n_reservations;     /* GROUP_NOT_EMPTY: the reservations it holds */
+        uint64_t n_held;             /* GROUP_NOT_EMPTY: the admissions still to come it holds bandwidth for */
         uint64_t split_runtime;      /* SPLIT_TOO_SMALL: the runtime a split would leave */
         uint64_t min_runtime;        /* SPLIT_TOO_SMALL: the group's minimum split runtime */
         const char *limit;           /* LIMIT_EXCEEDED: "bandwidth" or "reservations" */
@@ -161,7 +162,9 @@ struct Group {
 
         uint64_t runtime, period;    /* the root's are 0: it has only a bandwidth */
         uint64_t bw;
-        uint64_t allocated;          /* sum of children's and reservations' bw (+ unmanaged at root) */
+        uint64_t allocated;          /* sum of children's and reservations' bw and held (+ unmanaged at root) */
+        uint64_t held;               /* bandwidth held for admissions still to come (group_hold()) */
+        size_t n_held;               /* ...how many */
         unsigned n_children;
         size_t n_reservations;
         Reservation *first_reservation; /* in admission order */
@@ -287,9 +290,16 @@ int group_create(Tree *t, const char *path, const GroupSpec *spec, Group **ret, 
 /* Change g's bandwidth. Refused below what g holds (ADMIT_BELOW_ALLOCATED), above what the parent
  * can give (ADMIT_OVER_BUDGET), for the root (ADMIT_IS_ROOT), for bad numbers (ADMIT_BAD_PARAMS). */
 int group_set_bandwidth(Tree *t, Group *g, uint64_t runtime, uint64_t period, Refusal *ret_refusal);
-/* Remove g. Refused while it holds groups or reservations (ADMIT_GROUP_NOT_EMPTY) and for the
- * root (ADMIT_IS_ROOT). */
+/* Remove g. Refused while it holds groups, reservations or held bandwidth (ADMIT_GROUP_NOT_EMPTY)
+ * and for the root (ADMIT_IS_ROOT). */
 int group_remove(Tree *t, Group *g, Refusal *ret_refusal);
+/* Hold bw in g for an admission decided now that takes its thread later (an admission at a program's
+ * start): g's room shrinks by bw, as for a reservation of that bandwidth, until group_unhold(). 0, or
+ * ADMIT_OVER_BUDGET (with *ret_refusal, may be NULL) when g has no room for bw; ADMIT_ABOVE_ONE_CPU
+ * for a bw above one CPU. */
+int group_hold(Tree *t, Group *g, uint64_t bw, Refusal *ret_refusal);
+/* Give back bw held in g by group_hold() (the same number, once). */
+void group_unhold(Tree *t, Group *g, uint64_t bw);
 /* Pre-order walk: the group after g, or NULL after the last. Start with t->root. */
 Group *group_next_preorder(const Group *g);
 

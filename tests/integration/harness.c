@@ -1112,6 +1112,7 @@ int harness_list_groups(Harness *h, HarnessGroup **ret, size_t *ret_n) {
                 const ExtraKey keys[] = {
                         { "min_split_runtime", 't', &e.min_split_runtime, &e.has_min_split_runtime },
                         { "overridden", 'b', &e.overridden, &e.has_overridden },
+                        { "held", 't', &e.held, &e.has_held },
                 };
                 const char *path, *cgroup, *fork, *threads;
                 HarnessGroup *l;
@@ -1232,6 +1233,8 @@ char *harness_format_groups(HarnessGroup *l, size_t n) {
                         strappendf(&s, &len, " min_split_runtime=%" PRIu64, l[i].min_split_runtime);
                 if (l[i].has_overridden)
                         strappendf(&s, &len, " overridden=%d", l[i].overridden);
+                if (l[i].has_held)
+                        strappendf(&s, &len, " held=%" PRIu64, l[i].held);
                 strappendf(&s, &len, " unknown_keys=%u\n", l[i].n_unknown);
         }
         return s;

@@ -125,9 +125,10 @@ typedef struct HarnessGroup {
         int anyone;
         char **users;                     /* NULL-terminated, never NULL */
         int dynamic;
-        bool has_min_split_runtime, has_overridden;
+        bool has_min_split_runtime, has_overridden, has_held;
         uint64_t min_split_runtime;       /* "min_split_runtime" (t) */
         int overridden;                   /* "overridden" (b) */
+        uint64_t held;                    /* "held" (t): for admissions waiting for their start */
         unsigned n_unknown;
 } HarnessGroup;
 

@@ -142,14 +142,21 @@ json.dump(h, sys.stdout)' "$tmp/oci-hook.yaml" "$DBUS_SYSTEM_BUS_ADDRESS" "${ASA
                 >"$tmp/hooks/edfd-$stage.json" || bail "cannot write the hooks directory"
 done
 
-"$edfd" -c "$tmp/edfd.yaml" --state-dir "$tmp/state" >"$tmp/edfd.log" 2>&1 &
-edfd_pid=$!
-for _ in $(seq 200); do
-        "$edfctl" status >/dev/null 2>&1 && break
-        kill -0 "$edfd_pid" 2>/dev/null || break
-        sleep 0.05
-done
-"$edfctl" status >/dev/null 2>&1 || { sed 's/^/#   /' "$tmp/edfd.log"; bail "edfd did not start"; }
+# start_edfd: edfd on the test's configuration and state directory (again after a kill: the log
+# goes on), answering edfctl status.
+start_edfd() {
+        "$edfd" -c "$tmp/edfd.yaml" --state-dir "$tmp/state" >>"$tmp/edfd.log" 2>&1 &
+        edfd_pid=$!
+        for _ in $(seq 200); do
+                "$edfctl" status >/dev/null 2>&1 && break
+                kill -0 "$edfd_pid" 2>/dev/null || break
+                sleep 0.05
+        done
+        "$edfctl" status >/dev/null 2>&1 || { sed 's/^/#   /' "$tmp/edfd.log"; bail "edfd did not start"; }
+}
+kill9_edfd() { kill -KILL "$edfd_pid"; wait "$edfd_pid" 2>/dev/null; edfd_pid=; }
+: >"$tmp/edfd.log"
+start_edfd
 
 # group_state PATH: "absent", or the group's allocated bandwidth and reservation count as edfd says.
 group_state() {
@@ -169,6 +176,9 @@ for r in json.load(sys.stdin):
     if r["group"] == sys.argv[1]:
         print(r["pid"], r["tid"], r["runtime"], r["deadline"], r["period"])' "$1"
 }
+# waiting: how many processes wait to be admitted at their program's start, as edfd says.
+waiting() { "$edfctl" status --json | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["waiting_at_start"])'; }
+waiting_is() { [ "$(waiting)" = "$1" ]; }
 wait_for() { # SECONDS CMD...: until CMD succeeds
         local t=$1; shift
         for _ in $(seq $((t * 20))); do "$@" && return 0; sleep 0.05; done
@@ -334,6 +344,72 @@ P rm -f c2 >/dev/null 2>&1
 [ "$(group_state "containers/$id2")" = absent ] && ok "podman rm of the killed container removes its group" ||
         not_ok "podman rm of the killed container removes its group" "$(group_state "containers/$id2")"
 
+# ---- edfd killed (kill -9) between a container's creation and its start keeps its promise ----
+
+# c8 created (its group booked, edfd watching), edfd killed and started again, then podman start:
+# admitted at its program's first sleep. Its group is still open to root only after the restart.
+# c9 created, edfd killed, c9 started (and its program asleep) while edfd is down: admitted when
+# edfd is back.
+create_init() { # NAME RUNTIME: podman create and init (createRuntime: the hook runs, the process parks)
+        run P create --name "$1" --network none --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 \
+                --annotation org.edfd.runtime="$2" --annotation org.edfd.period=10ms --rootfs "$tmp/rootfs" sleep 30 &&
+                run P init "$1"
+}
+create_init c8 2ms
+rc8=$rc err8=$err
+create_init c9 1ms
+id8=$(id_of c8) id9=$(id_of c9)
+if [ "$rc8" = 0 ] && [ "$rc" = 0 ] && [ "$(waiting)" = 2 ]; then
+        ok "kill -9 of edfd: two containers created and initialized, two waits for their start"
+else
+        not_ok "kill -9 of edfd: two containers created and initialized, two waits for their start" "rc $rc8 $rc" \
+                "$err8" "$err" "waiting $(waiting)"
+fi
+kill9_edfd
+run P start c9 # while edfd is down: nothing of edfd's runs at a start
+pid9=$(pid_of c9)
+[ "${pid9:-0}" -gt 0 ] || pid9=none
+wait_for 5 sh -c "[ \"\$(cat /proc/$pid9/comm 2>/dev/null)\" = sleep ]"
+sleep 0.1 # asleep by now
+start_edfd
+if wait_for 5 n_reservations 1 "containers/$id9" &&
+   [ "$(reservations_of "containers/$id9")" = "$pid9 $pid9 1000000 10000000 10000000" ]; then
+        ok "kill -9 of edfd: a container started (and asleep) while edfd was down is admitted when edfd is back"
+else
+        not_ok "kill -9 of edfd: a container started (and asleep) while edfd was down is admitted when edfd is back" \
+                "pid $pid9" "$(reservations_of "containers/$id9")" "$(tail -5 "$tmp/edfd.log")"
+fi
+[ "$(waiting)" = 1 ] && [ -z "$(reservations_of "containers/$id8")" ] &&
+        ok "kill -9 of edfd: the other still waits for its start, nothing admitted for it yet" ||
+        not_ok "kill -9 of edfd: the other still waits for its start, nothing admitted for it yet" "waiting $(waiting)" \
+                "$(reservations_of "containers/$id8")"
+setpriv --reuid=65534 --regid=65534 --clear-groups sleep 30 &
+squatter=$!
+wait_for 5 squatting
+run setpriv --reuid=65534 --regid=65534 --clear-groups "$nobody_edfctl" admit -g "containers/$id8" -T 2ms -P 10ms -p "$squatter"
+if [ "$rc" != 0 ] && grep -q "group containers/$id8 does not allow uid 65534" <<<"$err"; then
+        ok "kill -9 of edfd: the container's group is still open to root only (nobody refused)"
+else
+        not_ok "kill -9 of edfd: the container's group is still open to root only (nobody refused)" "rc $rc" "$out" "$err"
+fi
+kill "$squatter" 2>/dev/null; wait "$squatter" 2>/dev/null
+run P start c8
+pid8=$(pid_of c8)
+[ "${pid8:-0}" -gt 0 ] || pid8=none
+if [ "$rc" = 0 ] && wait_for 5 n_reservations 1 "containers/$id8" &&
+   [ "$(reservations_of "containers/$id8")" = "$pid8 $pid8 2000000 10000000 10000000" ] &&
+   [ "$(cat "/proc/$pid8/comm" 2>/dev/null)" = sleep ] && [ "$(waiting)" = 0 ]; then
+        ok "kill -9 of edfd: podman start after the restart admits the container's program as promised"
+else
+        not_ok "kill -9 of edfd: podman start after the restart admits the container's program as promised" "rc $rc" \
+                "$err" "pid $pid8" "$(reservations_of "containers/$id8")" "waiting $(waiting)" "$(tail -5 "$tmp/edfd.log")"
+fi
+P rm -f -t 0 c8 c9 >/dev/null 2>&1
+[ "$(group_state "containers/$id8")" = absent ] && [ "$(group_state "containers/$id9")" = absent ] &&
+        ok "kill -9 of edfd: rm removes both containers' groups" ||
+        not_ok "kill -9 of edfd: rm removes both containers' groups" "$(group_state "containers/$id8")" \
+                "$(group_state "containers/$id9")"
+
 # ---- a fork inside: the child follows the group's fork policy (split) ----
 
 # org.edfd.startup=0s: runc init admitted at createRuntime, so the shell's fork is of a deadline thread.
@@ -422,15 +498,15 @@ else
         not_ok "start-up rule: the hook books the group, admits nothing yet, leaves no process and its output closes" \
                 "$hook_out" "left: $left" "$(group_state containers/ffff0004)"
 fi
-run "$hook" --config "$tmp/oci-hook.yaml" poststop < <(state ffff0004 stopped "$victim" "$tmp/bundle" '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
-[ "$rc" = 0 ] && [ "$(group_state containers/ffff0004)" = absent ] && ok "poststop of a container never started removes its group" ||
-        not_ok "poststop of a container never started removes its group" "rc $rc" "$err"
 run "$hook" --config "$tmp/oci-hook.yaml" createRuntime < <(state ffff0005 creating "$victim" "$tmp/bundle" \
         '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
 [ "$rc" = 1 ] && grep -q "edfd refused: process $victim already waits for its start" <<<"$err" &&
    [ "$(group_state containers/ffff0005)" = absent ] &&
         ok "start-up rule: another admission at start of a process edfd watches already is refused by name, nothing left" ||
         not_ok "start-up rule: another admission at start of a process edfd watches already is refused by name, nothing left" "rc $rc" "$err"
+run "$hook" --config "$tmp/oci-hook.yaml" poststop < <(state ffff0004 stopped "$victim" "$tmp/bundle" '"org.edfd.runtime":"1ms","org.edfd.period":"10ms"')
+[ "$rc" = 0 ] && [ "$(group_state containers/ffff0004)" = absent ] && [ "$(waiting)" = 0 ] && ok "poststop of a container never started removes its group (and edfd's watch with it)" ||
+        not_ok "poststop of a container never started removes its group (and edfd's watch with it)" "rc $rc" "$err" "$("$edfctl" status | head -8)"
 kill "$victim"; wait "$victim" 2>/dev/null
 
 # ---- a container with CAP_SYS_NICE that sets SCHED_DEADLINE by itself: unmanaged, and counted ----
@@ -528,6 +604,43 @@ else
         RP rm -f -t 0 r1 >/dev/null 2>&1
         wait_for 5 no_reservations rootless && ok "rootless: after rm, nobody holds nothing" ||
                 not_ok "rootless: after rm, nobody holds nothing" "$(reservations_of rootless)"
+
+        # Two created at once, neither started, where the group has room for one (root holds 25% of
+        # its 40%; 10% each, within nobody's 30%): the second is refused at its creation, by the
+        # group's room, since the first's bandwidth is held from its creation.
+        sleep 60 &
+        hog=$!
+        run "$edfctl" admit -g rootless -T 25ms -P 100ms -p "$hog"
+        rootadm=$rc
+        RA10=(--annotation org.edfd.runtime=1ms --annotation org.edfd.period=10ms --annotation org.edfd.group=rootless)
+        run RP create --name r3 "${RC[@]}" "${RA10[@]}" --rootfs "$tmp/rootless/rootfs" sleep 60 && run RP init r3
+        rc3=$rc err3=$err
+        run RP create --name r4 "${RC[@]}" "${RA10[@]}" --rootfs "$tmp/rootless/rootfs" sleep 60 && run RP init r4
+        if [ "$rootadm" = 0 ] && [ "$rc3" = 0 ] && [ "$rc" != 0 ] &&
+           grep -q "edfd refused: rootless: 5% free, request needs 10%" <<<"$err"; then
+                ok "rootless: two created at once in room for one: the second is refused at its creation, by the group's room"
+        else
+                not_ok "rootless: two created at once in room for one: the second is refused at its creation, by the group's room" \
+                        "root's admit: rc $rootadm" "r3: rc $rc3 $err3" "r4: rc $rc $err" "$(group_state rootless)"
+        fi
+        RP rm -f -t 0 r4 >/dev/null 2>&1
+        # r3 removed before it started: its hold goes with its process, and r4 fits now.
+        RP rm -f -t 0 r3 >/dev/null 2>&1
+        wait_for 5 waiting_is 0
+        run RP create --name r4 "${RC[@]}" "${RA10[@]}" --rootfs "$tmp/rootless/rootfs" sleep 60 && run RP init r4 &&
+                run RP start r4
+        rpid=$(RP inspect -f '{{.State.Pid}}' r4 2>/dev/null)
+        [ "${rpid:-0}" -gt 0 ] || rpid=none
+        if [ "$rc" = 0 ] && wait_for 5 n_reservations 2 rootless &&
+           reservations_of rootless | grep -q "^$rpid $rpid 1000000 10000000 10000000$"; then
+                ok "rootless: once the first is removed unstarted, its room is back: the second is created and admitted"
+        else
+                not_ok "rootless: once the first is removed unstarted, its room is back: the second is created and admitted" \
+                        "rc $rc" "$err" "pid $rpid" "$(reservations_of rootless)" "waiting $(waiting)"
+        fi
+        RP rm -f -t 0 r4 >/dev/null 2>&1
+        kill "$hog" 2>/dev/null; wait "$hog" 2>/dev/null
+        wait_for 5 no_reservations rootless || not_ok "rootless: nothing left in rootless" "$(reservations_of rootless)"
         RP system reset -f >/dev/null 2>&1
 fi
 

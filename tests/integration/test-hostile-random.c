@@ -1403,7 +1403,7 @@ static void check_books(Harness *h, const Hello *o, const HarnessChild *root_chi
                 cr_assert_eq(harness_list_groups(h, &g, &ng), 0);
                 cr_assert_eq(harness_get_u64(h, "Unmanaged", &unmanaged), 0);
                 for (size_t i = 0; i < ng && balanced; i++) {
-                        uint64_t sum = streq(g[i].path, "/") ? unmanaged : 0;
+                        uint64_t sum = (streq(g[i].path, "/") ? unmanaged : 0) + g[i].held;
                         size_t plen = strlen(g[i].path);
                         for (size_t j = 0; j < ng; j++) {
                                 const char *p = g[j].path, *slash = strrchr(p, '/');
@@ -1419,9 +1419,9 @@ static void check_books(Harness *h, const Hello *o, const HarnessChild *root_chi
                         if (sum != g[i].allocated) {
                                 balanced = false;
                                 snprintf(why, sizeof why,
-                                         "group %s: allocated %" PRIu64 ", but its children and reservations hold %" PRIu64
-                                         " (unmanaged %" PRIu64 ")",
-                                         g[i].path, g[i].allocated, sum, unmanaged);
+                                         "group %s: allocated %" PRIu64 ", but its children, reservations and "
+                                         "waiting admissions hold %" PRIu64 " (unmanaged %" PRIu64 ", held %" PRIu64 ")",
+                                         g[i].path, g[i].allocated, sum, unmanaged, g[i].held);
                         }
                         cr_assert(g[i].allocated <= g[i].bandwidth || streq(g[i].path, "/"),
                                   "seed %" PRIu64 ": group %s holds %" PRIu64 " of %" PRIu64, seed, g[i].path,

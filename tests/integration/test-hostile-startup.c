@@ -421,3 +421,214 @@ Test(hostile_startup, a_watch_that_never_execs_is_dropped_at_the_exec_timeout) {
         agent_stop(a);
         harness_stop(h);
 }
+
+/* edfd started on yaml, nobody's agent, and n parked processes of nobody. */
+static Agent *start_with_parked(Harness **h, const char *yaml, Parked *p, size_t n) {
+        Agent *a;
+
+        harness_require();
+        cr_assert_eq(harness_start(h, yaml, NULL), 0, "starting edfd");
+        a = agent_start(*h);
+        for (size_t i = 0; i < n; i++)
+                p[i] = parked_nobody();
+        return a;
+}
+
+/* The end of a test that began with start_with_parked(). */
+static void stop_with_parked(Harness *h, Agent *a, Parked *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                parked_kill(&p[i]);
+        agent_stop(a);
+        harness_stop(h);
+}
+
+#define E_OVER_BUDGET EDFD_ERROR_OVER_BUDGET
+#define E_DENIED EDFD_ERROR_PERMISSION_DENIED
+
+static const char HOLD_YAML[] =
+        "reclaim: off\n" /* the flags are checked exactly */
+        "capacity: auto\n"
+        "default-group: open\n"
+        "exec-timeout: 1s\n"
+        "limits:\n"
+        "  default:\n"
+        "    reservations: unlimited\n"
+        "    bandwidth: unlimited\n"
+        "    rate: unlimited\n"
+        "groups:\n"
+        "  open:\n"
+        "    bandwidth: 30%\n";
+
+static void assert_over_budget(AgentReply rep, const char *who, const char *what, const char *sentence) {
+        cr_assert(rep.r < 0, "nobody: %s succeeded: %s", who, what);
+        cr_assert_str_eq(rep.name, E_OVER_BUDGET, "nobody: %s (%s): %s: %s", who, what, rep.name, rep.message);
+        cr_assert(strstr(rep.message, sentence), "nobody: %s (%s): the refusal does not say \"%s\": %s", who, what,
+                  sentence, rep.message);
+}
+
+/* The request of a watch is booked when it is decided: with room for one 20% in a group of 30%, two
+ * watches made one after the other (two containers created at once, their programs not started)
+ * get their answers at the call, the second a refusal naming the group's room, and an Admit is
+ * refused the same way. The hold is given back when the watched process ends, when the watch
+ * passes its exec-timeout (1 s) and when its group is removed; at the start it becomes the
+ * reservation. */
+Test(hostile_startup, a_watch_holds_its_bandwidth_from_the_call) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h;
+        Agent *a;
+        Parked p[4];
+        AgentReply rep;
+        int r;
+
+        a = start_with_parked(&h, HOLD_YAML, p, ELEMENTSOF(p));
+
+        assert_watched(watch(a, p[0].pid, "", 20 * MS), p[0].pid, "20% of a group of 30%");
+        assert_over_budget(watch(a, p[1].pid, "", 20 * MS), "AdmitAtStart", "a second 20% while the first waits",
+                           "open: 10% free, request needs 20%");
+        rep = agent_call(a, "Admit", "uustttt", (uint64_t) p[1].pid, (uint64_t) 0, "", 20 * MS, UINT64_C(0), P100,
+                         UINT64_C(0));
+        assert_over_budget(rep, "Admit", "20% beside a watch of 20%", "open: 10% free, request needs 20%");
+        cr_assert_eq(waiting(h), 1, "a refused watch is not watched");
+        harness_assert_no_reservations(h, "while the first waits (a hold is no reservation)");
+
+        /* Its process ends before its exec: the room is back. */
+        parked_kill(&p[0]);
+        cr_assert(wait_waiting(h, 0, 5000), "the watch of a process that ended is still there: %u waiting",
+                  waiting(h));
+        assert_watched(watch(a, p[1].pid, "", 20 * MS), p[1].pid, "in the room the ended watch gave back");
+
+        /* The exec-timeout (1 s) passes: dropped, the room back. */
+        cr_assert(wait_waiting(h, 0, 5000), "the watch outlived its exec-timeout of 1 s by 5 s: %u waiting",
+                  waiting(h));
+        assert_watched(watch(a, p[2].pid, "", 20 * MS), p[2].pid, "in the room the expired watch gave back");
+
+        /* The start: the hold becomes the reservation, and the group stays as full. */
+        parked_go(&p[2]);
+        cr_assert_neq(wait_admitted(h, p[2].pid, 5000), 0, "process %d not admitted within 5 s of its exec",
+                      (int) p[2].pid);
+        harness_assert_dl(p[2].pid, 20 * MS, P100, P100, 0);
+        cr_assert(wait_waiting(h, 0, 1000), "%u waiting after the admission", waiting(h));
+        assert_over_budget(watch(a, p[3].pid, "", 20 * MS), "AdmitAtStart", "20% beside a reservation of 20%",
+                           "open: 10% free, request needs 20%");
+        r = harness_call(h, &e, NULL, "ReleaseProcess", "u", (uint32_t) p[2].pid);
+        assert_bus_ok(r, &e, "root: ReleaseProcess");
+
+        /* A group made for the watch (as edfd-oci-hook makes one per container), removed before the
+         * program starts: the watch goes with it, and a later exec is not admitted. */
+        r = harness_call(h, &e, NULL, "CreateGroupWithUsers", "sttas", "open/c", 20 * MS, P100, 1, "nobody");
+        assert_bus_ok(r, &e, "root: CreateGroupWithUsers(open/c, [nobody])");
+        assert_watched(watch(a, p[3].pid, "open/c", 20 * MS), p[3].pid, "all of open/c");
+        r = harness_call(h, &e, NULL, "RemoveGroup", "s", "open/c");
+        assert_bus_ok(r, &e, "root: RemoveGroup(open/c) while a watch holds all of it");
+        cr_assert_eq(waiting(h), 0, "the watch outlived its group");
+        parked_go(&p[3]);
+        harness_usleep(200000);
+        harness_assert_no_reservations(h, "a process whose watch's group was removed, after its exec");
+
+        stop_with_parked(h, a, p, ELEMENTSOF(p));
+}
+
+/* Whether process pid runs program comm now (its exec is done). */
+static bool runs(pid_t pid, const char *comm) {
+        char path[64], buf[64] = "";
+        FILE *f;
+
+        snprintf(path, sizeof path, "/proc/%d/comm", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return false;
+        if (!fgets(buf, sizeof buf, f))
+                buf[0] = '\0';
+        fclose(f);
+        buf[strcspn(buf, "\n")] = '\0';
+        return strcmp(buf, comm) == 0;
+}
+
+/* An edfd killed (kill -9) between the call and the program's start keeps its promise: the
+ * restarted edfd takes the watch up from the journal, holds its bandwidth again (a second 20% is
+ * refused in the group of 30%), and admits the program at its first sleep. One whose program
+ * exec'd and slept while edfd was down is admitted at the restart; a clean stop (SIGTERM) keeps
+ * the watches too. */
+Test(hostile_startup, a_watch_survives_kill9_of_edfd) {
+        Harness *h;
+        Agent *a;
+        Parked p[3];
+
+        a = start_with_parked(&h, UNLIMITED_YAML, p, ELEMENTSOF(p));
+
+        assert_watched(watch(a, p[0].pid, "", 30 * MS), p[0].pid, "the first, 30% of 60%");
+        assert_watched(watch(a, p[1].pid, "", 20 * MS), p[1].pid, "the second, 20% of 60%");
+        cr_assert_eq(harness_restart_daemon(h, true), 0, "kill -9 of edfd and a restart");
+        cr_assert_eq(waiting(h), 2, "the restarted edfd forgot the watches");
+        assert_over_budget(watch(a, p[2].pid, "", 20 * MS), "AdmitAtStart", "20% beside 50% held across a restart",
+                           "open: 10% free, request needs 20%");
+        harness_assert_no_reservations(h, "after the restart, before any exec");
+
+        /* The first execs now: admitted at its first sleep, with its parameters. */
+        parked_go(&p[0]);
+        cr_assert_neq(wait_admitted(h, p[0].pid, 5000), 0, "process %d not admitted within 5 s of its exec after "
+                      "the restart", (int) p[0].pid);
+        harness_assert_dl(p[0].pid, 30 * MS, P100, P100, 0);
+        cr_assert(wait_waiting(h, 1, 1000), "%u waiting after the first admission", waiting(h));
+
+        /* The second execs and sleeps while edfd is down (and stopped cleanly): admitted at the
+         * restart. */
+        cr_assert_eq(harness_kill_daemon(h, SIGTERM), 0, "SIGTERM of edfd: not a clean exit");
+        parked_go(&p[1]);
+        for (unsigned t = 0; t < 500 && !runs(p[1].pid, "sleep"); t++)
+                harness_usleep(10000);
+        cr_assert(runs(p[1].pid, "sleep"), "process %d did not exec sleep within 5 s", (int) p[1].pid);
+        harness_usleep(50000); /* and sleeps */
+        cr_assert_eq(harness_start_daemon(h), 0, "starting edfd again");
+        cr_assert_neq(wait_admitted(h, p[1].pid, 5000), 0, "process %d, which exec'd and slept while edfd was "
+                      "down, not admitted within 5 s of the restart", (int) p[1].pid);
+        harness_assert_dl(p[1].pid, 20 * MS, P100, P100, 0);
+        harness_assert_dl(p[0].pid, 30 * MS, P100, P100, 0);
+        cr_assert(wait_waiting(h, 0, 1000), "%u waiting after both were admitted", waiting(h));
+        cr_assert(log_has(h, "Took up 1 admissions waiting for their programs' start"),
+                  "the restart does not log the watch it took up");
+
+        stop_with_parked(h, a, p, ELEMENTSOF(p));
+}
+
+/* A group made with its own users: list (CreateGroupWithUsers, as edfd-oci-hook makes a container's
+ * group) keeps it across kill -9 of edfd and a restart, and across a SetGroup and another restart:
+ * the listed user still admits there, and a group open to root only still refuses that user
+ * (before the journal kept the list both came back open to their parent's users, anyone here). */
+Test(hostile_startup, a_groups_users_survive_kill9_of_edfd) {
+        _cleanup_(sd_bus_error_free) sd_bus_error e = SD_BUS_ERROR_NULL;
+        Harness *h;
+        Agent *a;
+        Parked p[2];
+        AgentReply rep;
+        int r;
+
+        a = start_with_parked(&h, UNLIMITED_YAML, p, ELEMENTSOF(p));
+        r = harness_call(h, &e, NULL, "CreateGroupWithUsers", "sttas", "open/mine", 10 * MS, P100, 2, "daemon",
+                         "nobody");
+        assert_bus_ok(r, &e, "root: CreateGroupWithUsers(open/mine, [daemon, nobody])");
+        r = harness_call(h, &e, NULL, "CreateGroupWithUsers", "sttas", "open/root", 10 * MS, P100, 0);
+        assert_bus_ok(r, &e, "root: CreateGroupWithUsers(open/root, [])");
+
+        for (unsigned round = 0; round < 2; round++) {
+                const char *how = round == 0 ? "after kill -9 and a restart" : "after SetGroup, kill -9 and a restart";
+
+                cr_assert_eq(harness_restart_daemon(h, true), 0, "kill -9 of edfd and a restart");
+                rep = agent_call(a, "Admit", "uustttt", (uint64_t) p[0].pid, (uint64_t) 0, "open/mine", MS,
+                                 UINT64_C(0), P100, UINT64_C(0));
+                cr_assert(rep.r >= 0, "nobody: Admit into open/mine (users: daemon, nobody) %s: %s: %s", how, rep.name,
+                          rep.message);
+                rep = agent_call(a, "Admit", "uustttt", (uint64_t) p[1].pid, (uint64_t) 0, "open/root", MS,
+                                 UINT64_C(0), P100, UINT64_C(0));
+                cr_assert(rep.r < 0, "nobody: Admit into open/root (users: none, root only) %s succeeded", how);
+                cr_assert_str_eq(rep.name, E_DENIED, "nobody: Admit into open/root %s: %s: %s", how, rep.name,
+                                 rep.message);
+                cr_assert(strstr(rep.message, "group open/root does not allow uid"), "%s", rep.message);
+                r = harness_call(h, &e, NULL, "ReleaseProcess", "u", (uint32_t) p[0].pid);
+                assert_bus_ok(r, &e, "root: ReleaseProcess");
+                r = harness_call(h, &e, NULL, "SetGroup", "stt", "open/mine", 5 * MS, P100);
+                assert_bus_ok(r, &e, "root: SetGroup(open/mine, 5%)");
+        }
+
+        stop_with_parked(h, a, p, ELEMENTSOF(p));
+}

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic/macro.h"
 #include "state.h"
 
 static char dir[64], path[96];
@@ -97,7 +98,7 @@ static void write_records(State *s, uint64_t n) {
                 if (id % 2 == 1)
                         cr_assert_eq(state_write_release(s, id), 0);
         }
-        cr_assert_eq(state_write_group(s, false, "test/dyn", 2000000, 10000000), 0);
+        cr_assert_eq(state_write_group(s, false, "test/dyn", 2000000, 10000000, NULL), 0);
 }
 
 static void assert_records(const StateLoaded *l, uint64_t n) {
@@ -151,7 +152,7 @@ static void clean_stop_leaves_only_records(void) {
         text = slurp(&len);
         cr_assert_eq(count_nul(text, len), 0, "a clean stop left %zu NUL bytes in the journal", count_nul(text, len));
         cr_assert(len > 0 && text[len - 1] == '\n', "the journal does not end with a complete line");
-        cr_assert_eq(strncmp(text, "edfd-state 2 next=1\n", 20), 0, "%.40s", text);
+        cr_assert_eq(strncmp(text, "edfd-state 3 next=1\n", 20), 0, "%.40s", text);
         free(text);
 
         s = open_loaded(&l);
@@ -442,7 +443,7 @@ Test(state, origins, .init = setup_shm, .fini = teardown) {
         /* A rewrite keeps what it is given, and only that. */
         StateOrigin keep = { .pid = 42 };
         snprintf(keep.path, sizeof keep.path, "%s", "/u s");
-        cr_assert_eq(state_rewrite(s, NULL, 0, NULL, 0, &keep, 1, l.next_id), 0);
+        cr_assert_eq(state_rewrite(s, NULL, 0, NULL, 0, &keep, 1, NULL, 0, l.next_id), 0);
         state_loaded_done(&l);
         state_free(s);
         s = open_loaded(&l);
@@ -479,7 +480,7 @@ Test(state, a_malformed_origin_is_corrupt, .init = setup_shm, .fini = teardown) 
 
         static const char good[] = "A 1 1001 1001 1000 77 apps 1000000 10000000 10000000 1 0 0";
 
-        for (unsigned version = 1; version <= 2; version++) /* b770680 wrote P into version-1 files */
+        for (unsigned version = 1; version <= 3; version++) /* b770680 wrote P into version-1 files */
                 for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
                         StateLoaded l = {};
                         State *s = NULL;
@@ -503,7 +504,7 @@ Test(state, a_malformed_origin_is_corrupt, .init = setup_shm, .fini = teardown) 
                         state_loaded_done(&l);
                         state_free(s);
                         text = slurp(&len);
-                        cr_assert_eq(strncmp(text, "edfd-state 2 next=1\n", 20), 0, "not started afresh: %s", text);
+                        cr_assert_eq(strncmp(text, "edfd-state 3 next=1\n", 20), 0, "not started afresh: %s", text);
                         free(text);
                 }
 }
@@ -589,6 +590,18 @@ static const char journal_576a407[] =
         "I 4 1004 1004 1000 77 apps 1000000 10000000 10000000 1 0 0 #da26c653\n"
         "R 4 #68edb861\n";
 
+/* - f71a750 (version 2, the last before W, X and G's users): the calls of the b770680 journal, by
+ *   its own state.c, wrote exactly that journal under the header of version 2 (checked when this
+ *   test was written). A copy, to be freed. */
+static char *journal_f71a750(void) {
+        char *j = strdup(journal_b770680);
+
+        cr_assert_not_null(j);
+        cr_assert_eq(strncmp(j, "edfd-state 1 ", 13), 0);
+        j[11] = '2';
+        return j;
+}
+
 static void assert_group(const StateLoaded *l, size_t i, const char *path_, bool override, uint64_t runtime) {
         cr_assert_lt(i, l->n_groups);
         cr_assert_str_eq(l->groups[i].path, path_);
@@ -622,25 +635,26 @@ static void assert_marked_and_appendable(State *s, const char *was) {
 
         len -= count_nul(buf, len); /* the room allocated ahead for appending */
         cr_assert_eq(len, strlen(was), "the records changed size when they were read:\n%s", buf);
-        cr_assert_eq(strncmp(buf, "edfd-state 2 ", 13), 0, "not marked version 2: %.30s", buf);
+        cr_assert_eq(strncmp(buf, "edfd-state 3 ", 13), 0, "not marked version 3: %.30s", buf);
         cr_assert_eq(memcmp(buf + 13, was + 13, len - 13), 0, "more changed than the version:\n%s", buf);
         free(buf);
         cr_assert_eq(state_write_origin(s, 1004, "/user.slice"), 0);
         state_free(s);
         s = open_loaded(&l);
-        cr_assert_eq(l.version, 2);
+        cr_assert_eq(l.version, 3);
         cr_assert_eq(l.origins[l.n_origins - 1].pid, 1004);
         state_loaded_done(&l);
         state_free(s);
 }
 
-Test(state, reads_the_journal_of_b770680, .init = setup_shm, .fini = teardown) {
+/* The records of the b770680 journal, as a file of that version (1) or of f71a750 (2) holds them. */
+static void reads_the_b770680_records(const char *journal, unsigned version) {
         StateLoaded l = {};
         State *s;
 
-        put_file(journal_b770680);
+        put_file(journal);
         s = open_loaded(&l);
-        cr_assert_eq(l.version, 1);
+        cr_assert_eq(l.version, version);
         cr_assert_eq(l.n_entries, 3, "%zu reservations", l.n_entries);
         assert_reservations_1_2(&l);
         cr_assert(l.entries[2].has_intent && !l.entries[2].has_committed);
@@ -650,13 +664,25 @@ Test(state, reads_the_journal_of_b770680, .init = setup_shm, .fini = teardown) {
         cr_assert_eq(l.entries[2].intent.cpu, 1);
         cr_assert_eq(l.n_groups, 2);
         assert_group(&l, 0, "apps/dyn", false, 2000000);
+        cr_assert_null(l.groups[0].users, "a group of an older version has its parent's users");
         assert_group(&l, 1, "apps", true, 3000000);
         cr_assert_eq(l.n_origins, 1);
         cr_assert_eq(l.origins[0].pid, 1003);
         cr_assert_str_eq(l.origins[0].path, "/system.slice/rt app.service");
+        cr_assert_eq(l.n_watches, 0);
         cr_assert_eq(l.next_id, 5);
         state_loaded_done(&l);
-        assert_marked_and_appendable(s, journal_b770680);
+        assert_marked_and_appendable(s, journal);
+}
+
+Test(state, reads_the_journal_of_b770680, .init = setup_shm, .fini = teardown) {
+        reads_the_b770680_records(journal_b770680, 1);
+}
+
+Test(state, reads_the_journal_of_f71a750, .init = setup_shm, .fini = teardown) {
+        _cleanup_free_ char *journal = journal_f71a750();
+
+        reads_the_b770680_records(journal, 2);
 }
 
 Test(state, reads_a_snapshot_of_b770680, .init = setup_shm, .fini = teardown) {
@@ -695,8 +721,8 @@ Test(state, reads_a_journal_from_before_partitions, .init = setup_shm, .fini = t
         assert_marked_and_appendable(s, journal_576a407);
 }
 
-/* A file this edfd writes says version 2, from the start and after a rewrite. */
-Test(state, writes_version_2, .init = setup_shm, .fini = teardown) {
+/* A file this edfd writes says version 3, from the start and after a rewrite. */
+Test(state, writes_version_3, .init = setup_shm, .fini = teardown) {
         StateLoaded l = {};
         State *s = open_loaded(&l);
         StateRecord r = rec(1);
@@ -707,27 +733,27 @@ Test(state, writes_version_2, .init = setup_shm, .fini = teardown) {
         state_loaded_done(&l);
         cr_assert_eq(state_write_reservation(s, false, &r), 0);
         buf = slurp(&len);
-        cr_assert_eq(strncmp(buf, "edfd-state 2 next=1\n", 20), 0, "%.30s", buf);
+        cr_assert_eq(strncmp(buf, "edfd-state 3 next=1\n", 20), 0, "%.30s", buf);
         free(buf);
-        cr_assert_eq(state_rewrite(s, &r, 1, NULL, 0, NULL, 0, 2), 0);
+        cr_assert_eq(state_rewrite(s, &r, 1, NULL, 0, NULL, 0, NULL, 0, 2), 0);
         state_free(s);
         buf = slurp(&len);
-        cr_assert_eq(strncmp(buf, "edfd-state 2 next=2\n", 20), 0, "%.30s", buf);
+        cr_assert_eq(strncmp(buf, "edfd-state 3 next=2\n", 20), 0, "%.30s", buf);
         free(buf);
         s = open_loaded(&l);
-        cr_assert_eq(l.version, 2);
+        cr_assert_eq(l.version, 3);
         state_loaded_done(&l);
         state_free(s);
 }
 
-/* A newer edfd's journal (a version above 2, a record this one does not know): not read, kept aside
- * byte for byte with a reason that names both versions, and a fresh journal of version 2 in its
+/* A newer edfd's journal (a version above 3, a record this one does not know): not read, kept aside
+ * byte for byte with a reason that names both versions, and a fresh journal of version 3 in its
  * place. */
 Test(state, a_newer_version_is_kept_aside, .init = setup_shm, .fini = teardown) {
-        static const char *const newer[] = { "edfd-state 3 next=9\nW 9 1234 /x 0 #00000000\n", "edfd-state 10 next=1\n" };
-        static const char *const why[] = { "line 1: an unknown state version: 3, newer than this edfd's 2",
-                                           "line 1: an unknown state version: 10, newer than this edfd's 2" };
-        static const unsigned want[] = { 3, 10 };
+        static const char *const newer[] = { "edfd-state 4 next=9\nZ 9 1234 /x 0 #00000000\n", "edfd-state 10 next=1\n" };
+        static const char *const why[] = { "line 1: an unknown state version: 4, newer than this edfd's 3",
+                                           "line 1: an unknown state version: 10, newer than this edfd's 3" };
+        static const unsigned want[] = { 4, 10 };
 
         for (size_t i = 0; i < 2; i++) {
                 StateLoaded l = {};
@@ -741,10 +767,10 @@ Test(state, a_newer_version_is_kept_aside, .init = setup_shm, .fini = teardown) 
                 cr_assert_not_null(l.corrupt_path, "version %u was read", want[i]);
                 cr_assert_eq(strncmp(l.corrupt_reason, why[i], strlen(why[i])), 0, "%s", l.corrupt_reason);
                 cr_assert_eq(l.version, want[i]);
-                cr_assert_eq(l.n_entries + l.n_groups + l.n_origins, 0);
+                cr_assert_eq(l.n_entries + l.n_groups + l.n_origins + l.n_watches, 0);
                 state_free(s);
                 buf = slurp(&len);
-                cr_assert_eq(strncmp(buf, "edfd-state 2 next=1\n", 20), 0, "%.30s", buf);
+                cr_assert_eq(strncmp(buf, "edfd-state 3 next=1\n", 20), 0, "%.30s", buf);
                 free(buf);
                 snprintf(path, sizeof path, "%s", l.corrupt_path);
                 buf = slurp(&len);
@@ -757,7 +783,7 @@ Test(state, a_newer_version_is_kept_aside, .init = setup_shm, .fini = teardown) 
 }
 
 /* An empty file, and one cut in the middle of its header: nothing was recorded, and a journal of
- * version 2 begins. */
+ * version 3 begins. */
 Test(state, an_empty_or_torn_header_starts_afresh, .init = setup_shm, .fini = teardown) {
         static const char *const files[] = { "", "edfd-state 1 ne" };
 
@@ -775,7 +801,7 @@ Test(state, an_empty_or_torn_header_starts_afresh, .init = setup_shm, .fini = te
                 cr_assert_eq(state_write_reservation(s, false, &r), 0);
                 state_free(s);
                 buf = slurp(&len);
-                cr_assert_eq(strncmp(buf, "edfd-state 2 next=1\nA 1 ", 24), 0, "%.40s", buf);
+                cr_assert_eq(strncmp(buf, "edfd-state 3 next=1\nA 1 ", 24), 0, "%.40s", buf);
                 free(buf);
         }
 }
@@ -793,4 +819,211 @@ Test(state, version_0_is_corrupt, .init = setup_shm, .fini = teardown) {
         unlink(l.corrupt_path);
         state_loaded_done(&l);
         state_free(s);
+}
+
+static StateWatch watch_of(uint32_t pid) {
+        StateWatch w = {
+                .pid = pid, .start_time = 123456789ULL + pid, .exe_dev = 0x803, .exe_ino = 99999 + pid, .uid = 65534,
+                .caller_pid = 4242, .may_move = pid % 2, .flags = 0x5, .params = { 2000000, 10000000, 10000000 },
+                .bound_ns = 20000000000ULL, .called_ns = 1000000000ULL * pid, .expire_ns = 1000000000ULL * pid + 60000000000ULL,
+                .exec_ns = 0, .base_switches = -1,
+        };
+        snprintf(w.group, sizeof w.group, "containers/c%" PRIu32, pid);
+        return w;
+}
+
+static void assert_watch_eq(const StateWatch *a, const StateWatch *b) {
+        cr_assert_eq(a->pid, b->pid);
+        cr_assert_eq(a->start_time, b->start_time, "pid %" PRIu32, a->pid);
+        cr_assert_eq(a->exe_dev, b->exe_dev);
+        cr_assert_eq(a->exe_ino, b->exe_ino);
+        cr_assert_eq(a->uid, b->uid);
+        cr_assert_eq(a->caller_pid, b->caller_pid);
+        cr_assert_eq(a->may_move, b->may_move);
+        cr_assert_eq(a->flags, b->flags);
+        cr_assert_str_eq(a->group, b->group);
+        cr_assert_eq(a->params.runtime, b->params.runtime);
+        cr_assert_eq(a->params.deadline, b->params.deadline);
+        cr_assert_eq(a->params.period, b->params.period);
+        cr_assert_eq(a->bound_ns, b->bound_ns);
+        cr_assert_eq(a->called_ns, b->called_ns);
+        cr_assert_eq(a->expire_ns, b->expire_ns);
+        cr_assert_eq(a->exec_ns, b->exec_ns, "pid %" PRIu32, a->pid);
+        cr_assert_eq(a->base_switches, b->base_switches, "pid %" PRIu32, a->pid);
+}
+
+static const StateWatch *find_watch(const StateLoaded *l, uint32_t pid) {
+        for (size_t i = 0; i < l->n_watches; i++)
+                if (l->watches[i].pid == pid)
+                        return &l->watches[i];
+        return NULL;
+}
+
+/* W and X records: the last W of a pid is its watch (its exec seen, in a second W), an X ends it;
+ * the same after a kill -9 (the room ahead left as NUL bytes) and through a rewrite, which keeps
+ * what it is given. */
+Test(state, watches_round_trip, .init = setup_shm, .fini = teardown) {
+        StateWatch w1 = watch_of(101), w2 = watch_of(102), w3 = watch_of(103);
+        StateLoaded l = {};
+        State *s = open_loaded(&l);
+
+        state_loaded_done(&l);
+        cr_assert_eq(state_write_watch(s, &w1), 0);
+        cr_assert_eq(state_write_watch(s, &w2), 0);
+        cr_assert_eq(state_write_watch(s, &w3), 0);
+        w2.exec_ns = 555000000000ULL;
+        w2.base_switches = 0;
+        cr_assert_eq(state_write_watch(s, &w2), 0, "the exec seen");
+        w1.base_switches = 77;
+        w1.exec_ns = 1;
+        cr_assert_eq(state_write_watch(s, &w1), 0);
+        cr_assert_eq(state_write_watch_end(s, 103), 0);
+        cr_assert_eq(state_write_watch_end(s, 104), 0, "the end of a watch never recorded is harmless");
+        /* What is refused writes nothing. */
+        StateWatch bad = watch_of(0);
+        cr_assert_eq(state_write_watch(s, &bad), -EINVAL, "pid 0");
+        bad = watch_of(7);
+        snprintf(bad.group, sizeof bad.group, "%s", "../x");
+        cr_assert_eq(state_write_watch(s, &bad), -EINVAL, "a group path edfd refuses");
+        cr_assert_eq(state_write_watch_end(s, 0), -EINVAL);
+
+        state_free(s);
+        /* One more by an edfd killed after it (the room ahead left as NUL bytes). */
+        {
+                pid_t pid = fork();
+                int status;
+                cr_assert_geq(pid, 0);
+                if (pid == 0) {
+                        StateWatch w = watch_of(105);
+                        StateLoaded k;
+                        State *ks = NULL;
+                        if (state_open(&ks, dir) < 0 || state_load(ks, &k) < 0 || state_write_watch(ks, &w) < 0)
+                                _exit(1);
+                        raise(SIGKILL);
+                        _exit(2);
+                }
+                cr_assert_eq(waitpid(pid, &status, 0), pid);
+                cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the writer did not die by SIGKILL: %d",
+                          status);
+        }
+        s = open_loaded(&l);
+        cr_assert_eq(l.n_watches, 3, "%zu watches loaded", l.n_watches);
+        cr_assert_not_null(find_watch(&l, 101));
+        assert_watch_eq(find_watch(&l, 101), &w1);
+        cr_assert_not_null(find_watch(&l, 102));
+        assert_watch_eq(find_watch(&l, 102), &w2);
+        cr_assert_null(find_watch(&l, 103), "an ended watch came back");
+        cr_assert_not_null(find_watch(&l, 105), "the watch written just before a kill -9 is lost");
+        cr_assert_eq(l.n_entries + l.n_groups + l.n_origins, 0);
+
+        /* A rewrite keeps exactly the watches it is given. */
+        cr_assert_eq(state_rewrite(s, NULL, 0, NULL, 0, NULL, 0, &w2, 1, l.next_id), 0);
+        state_loaded_done(&l);
+        state_free(s);
+        s = open_loaded(&l);
+        cr_assert_eq(l.n_watches, 1);
+        assert_watch_eq(&l.watches[0], &w2);
+        state_loaded_done(&l);
+        state_free(s);
+}
+
+/* G records with a users: list (a group's own: names, or none at all: root only) and without (its
+ * parent's), each G the whole list again; through a rewrite; refused where a name is not one edfd
+ * accepts, where there are more than 64, and for an override. */
+Test(state, group_users_round_trip, .init = setup_shm, .fini = teardown) {
+        char *names[] = { (char *) "alice", (char *) "svc-rt_1.x", (char *) "machine$", NULL };
+        char *none[] = { NULL };
+        char *one[] = { (char *) "bob", NULL };
+        char *bad1[] = { (char *) "a,b", NULL }, *bad2[] = { (char *) "a b", NULL }, *bad3[] = { (char *) "", NULL },
+             *bad4[] = { (char *) "-x", NULL }, *bad5[] = { (char *) "a", (char *) "a", NULL };
+        char *const *bad[] = { bad1, bad2, bad3, bad4, bad5 };
+        char *many[STATE_USERS_MAX + 2], longest[STATE_USERS_MAX][STATE_USER_NAME_MAX + 1];
+        StateLoaded l = {};
+        State *s = open_loaded(&l);
+
+        state_loaded_done(&l);
+        for (size_t i = 0; i < STATE_USERS_MAX; i++) {
+                memset(longest[i], 'u', STATE_USER_NAME_MAX);
+                snprintf(longest[i], 8, "u%05zu", i);
+                longest[i][7] = 'u';
+                longest[i][STATE_USER_NAME_MAX] = '\0';
+                many[i] = longest[i];
+        }
+        many[STATE_USERS_MAX] = NULL;
+        cr_assert_eq(state_write_group(s, false, "c/names", 1000000, 10000000, names), 0);
+        cr_assert_eq(state_write_group(s, false, "c/root", 1000000, 10000000, none), 0);
+        cr_assert_eq(state_write_group(s, false, "c/parents", 1000000, 10000000, NULL), 0);
+        cr_assert_eq(state_write_group(s, false, "c/longest", 1000000, 10000000, many), 0, "64 names of 256 bytes");
+        cr_assert_eq(state_write_group(s, false, "c/changed", 1000000, 10000000, one), 0);
+        cr_assert_eq(state_write_group(s, false, "c/changed", 2000000, 10000000, names), 0, "a new list replaces");
+        cr_assert_eq(state_write_group(s, false, "c/dropped", 1000000, 10000000, one), 0);
+        cr_assert_eq(state_write_group(s, false, "c/dropped", 2000000, 10000000, NULL), 0, "no list: its parent's");
+        many[STATE_USERS_MAX] = (char *) "onemore";
+        many[STATE_USERS_MAX + 1] = NULL;
+        cr_assert_eq(state_write_group(s, false, "c/toomany", 1000000, 10000000, many), -EINVAL, "65 names");
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                cr_assert_eq(state_write_group(s, false, "c/bad", 1000000, 10000000, bad[i]), -EINVAL, "bad list %zu", i);
+        cr_assert_eq(state_write_group(s, true, "c/names", 1000000, 10000000, names), -EINVAL, "an override with users");
+        state_free(s);
+
+        for (unsigned pass = 0; pass < 2; pass++) {
+                s = open_loaded(&l);
+                cr_assert_eq(l.n_groups, 6, "pass %u: %zu groups", pass, l.n_groups);
+                for (size_t i = 0; i < l.n_groups; i++) {
+                        const StateGroup *g = &l.groups[i];
+                        if (strcmp(g->path, "c/names") == 0 || strcmp(g->path, "c/changed") == 0) {
+                                cr_assert_not_null(g->users, "%s", g->path);
+                                for (size_t k = 0; k < 4; k++)
+                                        cr_assert(names[k] ? g->users[k] && strcmp(g->users[k], names[k]) == 0 : !g->users[k],
+                                                  "%s: name %zu", g->path, k);
+                        } else if (strcmp(g->path, "c/root") == 0)
+                                cr_assert(g->users && !g->users[0], "c/root: not an empty list");
+                        else if (strcmp(g->path, "c/longest") == 0) {
+                                size_t k;
+                                cr_assert_not_null(g->users);
+                                for (k = 0; g->users[k]; k++)
+                                        cr_assert_str_eq(g->users[k], longest[k]);
+                                cr_assert_eq(k, STATE_USERS_MAX);
+                        } else
+                                cr_assert_null(g->users, "%s has a list", g->path);
+                }
+                if (pass == 0)
+                        cr_assert_eq(state_rewrite(s, NULL, 0, l.groups, l.n_groups, NULL, 0, NULL, 0, l.next_id), 0);
+                state_loaded_done(&l);
+                state_free(s);
+        }
+}
+
+/* Records of version 3 that edfd would not write make the file corrupt, kept aside whole. */
+Test(state, malformed_watches_and_users_are_corrupt, .init = setup_shm, .fini = teardown) {
+        static const char *const bad[] = {
+                "W 5 1 2 3 65534 1 0 0 c/x 1000000 10000000 10000000 1 1 1 0",       /* 17 fields */
+                "W 5 1 2 3 65534 1 0 0 c/x 1000000 10000000 10000000 1 1 1 0 0 9",   /* 19 */
+                "W 0 1 2 3 65534 1 0 0 c/x 1000000 10000000 10000000 1 1 1 0 0",     /* pid 0 */
+                "W 5 1 2 3 65534 1 2 0 c/x 1000000 10000000 10000000 1 1 1 0 0",     /* may-move 2 */
+                "W 5 1 2 3 65534 1 0 0 ../x 1000000 10000000 10000000 1 1 1 0 0",    /* a bad group */
+                "W 5 1 2 3 65534 1 0 0 c/x 1000000 10000000 10000000 1 1 1 0 -1",    /* switches */
+                "X 0", "X", "X 5 6", "X x",
+                "G c/x 1 2 users=a,,b", "G c/x 1 2 users=,a", "G c/x 1 2 users=a,", "G c/x 1 2 users=a,a",
+                "G c/x 1 2 users=a%b", "G c/x 1 2 nobody", "O c/x 1 2 users=a", "G c/x 1 2 users=a extra",
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                StateLoaded l = {};
+                State *s = NULL;
+                FILE *f = fopen(path, "we");
+
+                cr_assert(f);
+                fprintf(f, "edfd-state 3 next=1\nG c/ok 1 2 users=a #%08" PRIx32 "\n%s #%08" PRIx32 "\n",
+                        fnv("G c/ok 1 2 users=a"), bad[i], fnv(bad[i]));
+                fclose(f);
+                cr_assert_eq(state_open(&s, dir), 0);
+                cr_assert_eq(state_load(s, &l), 0);
+                cr_assert_not_null(l.corrupt_path, "accepted: %s", bad[i]);
+                cr_assert(strstr(l.corrupt_reason, "line 3: "), "%s: %s", bad[i], l.corrupt_reason);
+                cr_assert_eq(l.n_groups + l.n_watches, 0, "%s: kept part of a corrupt file", bad[i]);
+                unlink(l.corrupt_path);
+                state_loaded_done(&l);
+                state_free(s);
+        }
 }

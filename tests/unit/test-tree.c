@@ -59,6 +59,8 @@ static uint64_t digest(const Tree *t) {
                 h = mix(h, g->allocated);
                 h = mix(h, g->n_children);
                 h = mix(h, g->n_reservations);
+                h = mix(h, g->held);
+                h = mix(h, g->n_held);
                 for (const Reservation *r = g->first_reservation; r; r = r->group_next)
                         h = mix(h, r->id);
         }
@@ -1800,5 +1802,60 @@ Test(split, gives_back_what_was_given) {
         reservation_release(t, c, &e);
         cr_assert_eq(d->params.runtime, 7 * NSEC_PER_MSEC, "donor has %" PRIu64, d->params.runtime);
         cr_assert_eq(tree_check(t, buf, sizeof buf), 0, "%s", buf);
+        tree_free(t);
+}
+
+/* ---- holds: bandwidth kept for admissions still to come (an admission at a program's start) ---- */
+
+/* A hold takes the group's room as a reservation of its bandwidth would, is no reservation, keeps
+ * the group from being removed or shrunk below it, and goes back whole; a hold that does not fit
+ * is refused with the group's room and changes nothing. */
+Test(tree, hold_takes_the_room_until_given_back) {
+        Tree *t = new_tree(pct(100));
+        Group *g = mkgroup(t, "c", 30 * MS, P100);
+        ReservationSpec spec = rspec(10, 10, 20 * MS, P100, P100);
+        Refusal ref = {};
+        uint64_t before;
+        char buf[256];
+
+        cr_assert_eq(group_hold(t, g, pct(20), &ref), 0);
+        check(t);
+        cr_assert_eq(g->allocated, pct(20));
+        cr_assert_eq(g->held, pct(20));
+        cr_assert_eq(g->n_held, 1);
+        cr_assert_eq(t->n_reservations, 0, "a hold is no reservation");
+        cr_assert_eq(tree_user_usage(t, 1000).n, 0);
+
+        /* Room for 10% more only: another hold and an admission of 20% are refused. */
+        before = digest(t);
+        cr_assert_eq(group_hold(t, g, pct(20), &ref), ADMIT_OVER_BUDGET);
+        cr_assert_eq(ref.free_bw, pct(10));
+        cr_assert_eq(ref.need_bw, pct(20));
+        cr_assert_str_eq(refusal_format(&ref, buf, sizeof buf), "c: 10% free, request needs 20%");
+        cr_assert_eq(digest(t), before, "a refused hold changed the books");
+        admit_refused(t, g, &spec, ADMIT_OVER_BUDGET);
+        cr_assert_eq(group_hold(t, g, BW_UNIT + 1, &ref), ADMIT_ABOVE_ONE_CPU);
+        cr_assert_eq(digest(t), before);
+
+        /* Not removed, not shrunk below it. */
+        cr_assert_eq(group_remove(t, g, &ref), ADMIT_GROUP_NOT_EMPTY);
+        cr_assert_eq(ref.n_held, 1);
+        cr_assert_str_eq(refusal_format(&ref, buf, sizeof buf),
+                         "c: group still holds 0 groups, 0 reservations and 1 admissions waiting for their start");
+        cr_assert_eq(group_set_bandwidth(t, g, 10 * MS, P100, &ref), ADMIT_BELOW_ALLOCATED);
+        check(t);
+
+        /* Given back: the admission of 20% fits, and the group can go once it is empty. */
+        group_unhold(t, g, pct(20));
+        check(t);
+        cr_assert_eq(g->allocated, 0);
+        cr_assert_eq(g->n_held, 0);
+        group_unhold(t, g, pct(20)); /* nothing held: nothing changes */
+        cr_assert_eq(g->allocated, 0);
+        check(t);
+        Reservation *res = admit_spec(t, g, &spec);
+        reservation_release(t, res, NULL);
+        cr_assert_eq(group_remove(t, g, &ref), 0);
+        check(t);
         tree_free(t);
 }
