@@ -895,7 +895,7 @@ int main(int argc, char *argv[]) {
                         return usage_error(&a, "%s does not apply to %s%s%s", option_name(bit), v->name,
                                            v->subverb ? " " : "", v->subverb ?: "");
         if (a.command && v->run != verb_admit && v->run != verb_run)
-                return usage_error(&a, "only admit and run run a command after --");
+                return usage_error(&a, "only admit runs a command after -- (and run a program)");
         if (a.n_positional < v->min_args)
                 return usage_error(&a, "%s%s%s needs %s", v->name, v->subverb ? " " : "", v->subverb ?: "",
                                    v->subverb ? "a group PATH" : "an argument");
