@@ -26,13 +26,6 @@
 #include "basic/proc.h"
 #include "edfctl.h"
 
-static volatile sig_atomic_t child_pid;
-
-static void forward(int sig) {
-        if (child_pid > 0)
-                (void) kill((pid_t) child_pid, sig);
-}
-
 static uint64_t mono_us(void) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -59,63 +52,13 @@ static bool wait_first_sleep(pid_t pid, uint64_t bound_us) {
         }
 }
 
-/* End as the child ended. */
-static int end_as(int status) {
-        if (WIFEXITED(status))
-                return WEXITSTATUS(status);
-        if (WIFSIGNALED(status)) {
-                int sig = WTERMSIG(status);
-                signal(sig, SIG_DFL);
-                sigset_t ss;
-                sigemptyset(&ss);
-                sigaddset(&ss, sig);
-                sigprocmask(SIG_UNBLOCK, &ss, NULL);
-                raise(sig);
-                return 128 + sig; /* a signal that does not end edfctl (SIGCHLD-like): as a shell says it */
-        }
-        return EDFCTL_EXIT_FAILED;
-}
-
 int admit_command_after_startup(char **command, uint64_t bound_ns, const char *group, const DlParams *p, uint64_t flags) {
-        static const int forwarded[] = { SIGTERM, SIGHUP, SIGUSR1, SIGUSR2 };
-        struct sigaction sa = { .sa_handler = forward, .sa_flags = SA_RESTART };
-        int pipefd[2], status = 0, err = 0, ex;
-        ssize_t n;
+        int status = 0, ex;
         pid_t pid;
 
-        if (pipe2(pipefd, O_CLOEXEC) < 0) {
-                fprintf(stderr, "edfctl: cannot make a pipe: %s\n", strerror(errno));
-                return EDFCTL_EXIT_FAILED;
-        }
-        fflush(NULL);
-        pid = fork();
-        if (pid < 0) {
-                fprintf(stderr, "edfctl: cannot fork: %s\n", strerror(errno));
-                return EDFCTL_EXIT_FAILED;
-        }
-        if (pid == 0) {
-                close(pipefd[0]);
-                execvp(command[0], command);
-                err = errno;
-                (void) !write(pipefd[1], &err, sizeof err);
-                _exit(err == ENOENT ? EDFCTL_EXIT_EXEC_NOT_FOUND : EDFCTL_EXIT_EXEC_FAILED);
-        }
-        child_pid = pid;
-        for (size_t i = 0; i < ELEMENTSOF(forwarded); i++)
-                (void) sigaction(forwarded[i], &sa, NULL);
-        signal(SIGINT, SIG_IGN); /* the terminal sends it to the command too; edfctl waits for its end */
-        signal(SIGQUIT, SIG_IGN);
-        close(pipefd[1]);
-        do
-                n = read(pipefd[0], &err, sizeof err);
-        while (n < 0 && errno == EINTR);
-        close(pipefd[0]);
-        if (n == (ssize_t) sizeof err) { /* the exec failed */
-                fprintf(stderr, "edfctl: cannot execute %s: %s\n", tty(command[0]), strerror(err));
-                while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                        ;
-                return err == ENOENT ? EDFCTL_EXIT_EXEC_NOT_FOUND : EDFCTL_EXIT_EXEC_FAILED;
-        }
+        ex = command_spawn(command, NULL, NULL, NULL, &pid);
+        if (ex != EDFCTL_EXIT_OK)
+                return ex;
 
         if (wait_first_sleep(pid, bound_ns / 1000)) {
                 ex = admit_one((uint32_t) pid, (uint32_t) pid, group, p, flags, NULL);
@@ -124,6 +67,7 @@ int admit_command_after_startup(char **command, uint64_t bound_ns, const char *g
                         (void) kill(pid, SIGKILL);
                         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                                 ;
+                        command_ended();
                         return ex;
                 }
         }
@@ -132,6 +76,6 @@ int admit_command_after_startup(char **command, uint64_t bound_ns, const char *g
                         fprintf(stderr, "edfctl: cannot wait for %s: %s\n", tty(command[0]), strerror(errno));
                         return EDFCTL_EXIT_FAILED;
                 }
-        child_pid = 0;
-        return end_as(status);
+        command_ended();
+        return command_end_as(status);
 }

@@ -77,6 +77,21 @@ static const Verb verbs[] = {
           "     --split=TID2        With -t or -p, in a partitioned group: run each job as two\n"
           "                         stages on two CPUs, stage 1 by the thread, stage 2 by TID2\n"
           "                         (a thread of the same process); prints both ids and stages\n" },
+        { "run", NULL, 0, 0, ARG_GROUP | ARG_MARGIN | ARG_OVERHEAD, verb_run,
+          "run [-g GROUP] [--margin PERCENT] [--overhead O] -- PROGRAM [ARG...]",
+          "Run a program that sets SCHED_DEADLINE itself, admitted by edfd",
+          "Run PROGRAM (and everything it starts) with its own sched_setattr(2) calls to\n"
+          "SCHED_DEADLINE admitted by edfd, as the user who runs edfctl: edfd decides as for\n"
+          "edfctl admit, and the program gets 0 or the kernel's errno for the same request\n"
+          "(EBUSY when edfd refuses the bandwidth). Leaving SCHED_DEADLINE ends the\n"
+          "reservation. PROGRAM runs with no_new_privs: a setuid program has no privilege.\n"
+          "Exits as PROGRAM does, once every process it started has ended.\n"
+          "\n"
+          "  -g --group=GROUP       Group path (default: edfd's default-group, else \"/\")\n"
+          "     --margin=PERCENT    Raise each runtime by this share of itself\n"
+          "     --overhead=auto|none|DURATION\n"
+          "                         And by this per-job overhead (auto: edfctl calibrate's);\n"
+          "                         sched_getattr(2) then shows the raised runtime\n" },
         { "release", NULL, 0, 1, ARG_TID | ARG_PID, verb_release, "release (ID | -t TID | -p PID)",
           "Release a reservation, a thread's, or all of a process",
           "Release a reservation by its id, the reservation of a thread, or every reservation\n"
@@ -244,10 +259,7 @@ static int params_refused(ParamsOutcome o, const DlParams *p, const char *runtim
 
 /* --- admit --- */
 
-/* The per-job overhead --work adds: --overhead's DURATION, none, or (auto, the default) the
- * calibration of this machine. A calibration that is missing or stale adds nothing and says so;
- * one that cannot be read is an error, so that a damaged file never goes unnoticed. */
-static int admit_overhead(const Args *a, uint64_t *ret) {
+int admit_overhead(const Args *a, uint64_t *ret) {
         const char *mode = a->overhead ?: "auto";
         char why[512];
         Calibration c;
@@ -343,8 +355,7 @@ static int admit_params(const Args *a, DlParams *ret) {
         return EDFCTL_EXIT_OK;
 }
 
-/* A libedfd request for pid/tid with p's times, group and flags. Returns 0 or -ENOMEM. */
-static int request_make(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags,
+int request_make(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags,
                         edfd_request **ret) {
         edfd_request *q = NULL;
         int r;
@@ -883,14 +894,14 @@ int main(int argc, char *argv[]) {
                 if ((a.given & bit) && !(v->options & bit))
                         return usage_error(&a, "%s does not apply to %s%s%s", option_name(bit), v->name,
                                            v->subverb ? " " : "", v->subverb ?: "");
-        if (a.command && v->run != verb_admit)
-                return usage_error(&a, "only admit runs a command after --");
+        if (a.command && v->run != verb_admit && v->run != verb_run)
+                return usage_error(&a, "only admit runs a command after -- (and run a program)");
         if (a.n_positional < v->min_args)
                 return usage_error(&a, "%s%s%s needs %s", v->name, v->subverb ? " " : "", v->subverb ?: "",
                                    v->subverb ? "a group PATH" : "an argument");
         if (a.n_positional > v->max_args)
                 return usage_error(&a, "unexpected argument \"%s\"%s", a.positional[v->max_args],
-                                   v->run == verb_admit ? " (put the command after --)" : "");
+                                   v->run == verb_admit || v->run == verb_run ? " (put the command after --)" : "");
 
         return v->run(&a);
 }

@@ -86,12 +86,36 @@ int verb_reload(const Args *a);
 int verb_monitor(const Args *a);
 int verb_plan(const Args *a);
 int verb_calibrate(const Args *a);
+int verb_run(const Args *a);
 
 /* Admit thread tid of process pid once (Admit over the bus, the connection closed after): the id
  * in *ret_id (may be NULL). When tid is edfctl's own thread, libedfd waits for the answer without
  * sleeping (edfd may move the thread to another CPU). Returns an EdfctlExit, having printed why on
  * failure. */
 int admit_one(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags, uint64_t *ret_id);
+/* A libedfd request for thread tid of process pid with p's times, group and flags. Returns 0 with it
+ * in *ret, or a negative errno after printing why. */
+int request_make(uint32_t pid, uint32_t tid, const char *group, const DlParams *p, uint64_t flags,
+                 edfd_request **ret);
+/* The per-job overhead --overhead adds: its DURATION, none, or (auto, the default) the calibration
+ * of this machine. A calibration that is missing or stale adds nothing and says so; one that cannot
+ * be read is an error, so that a damaged file never goes unnoticed. Returns an EdfctlExit. */
+int admit_overhead(const Args *a, uint64_t *ret);
+
+/* --- edfctl-spawn.c: a command run as edfctl's child --- */
+
+/* Fork; in the child run before_exec(userdata) (may be NULL; a negative errno stops the exec and is
+ * reported as "cannot <before_what> for COMMAND"), then exec command. Once the child has executed
+ * it (or failed to, reaped then), forward SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 to it and ignore
+ * SIGINT and SIGQUIT. Returns EDFCTL_EXIT_OK with the child's pid, or the exit status to end with
+ * (126, 127, 1) after printing why. */
+int command_spawn(char **command, int (*before_exec)(void *userdata), void *userdata, const char *before_what,
+                  pid_t *ret_pid);
+/* The child was reaped: forward nothing more. */
+void command_ended(void);
+/* End as the child ended (a wait status): its exit status, or the same signal. */
+int command_end_as(int status);
+
 /* --- edfctl-startup.c --- */
 /* admit --startup BOUND -- COMMAND: fork, exec, admit the child when it first sleeps (or after
  * bound_ns), forward signals, wait; returns the command's exit status (or ends by its signal). */

@@ -41,7 +41,7 @@ _edfctl() {
                 esac
         done
 
-        # admit ... -- COMMAND [ARG...]: complete the command as bash would.
+        # admit/run ... -- COMMAND [ARG...]: complete the command as bash would.
         if [[ -n $dashdash ]]; then
                 if declare -F _command_offset >/dev/null; then
                         _command_offset $((dashdash + 1))
@@ -89,7 +89,7 @@ _edfctl() {
         local opts='-h --help'
         case $verb in
         '')
-                COMPREPLY=($(compgen -W "status list admit release group reload monitor plan calibrate help -h --help --version" -- "$cur"))
+                COMPREPLY=($(compgen -W "status list admit run release group reload monitor plan calibrate help -h --help --version" -- "$cur"))
                 return ;;
         status|list)
                 opts+=' --json' ;;
@@ -101,6 +101,8 @@ _edfctl() {
                 fi ;;
         admit)
                 opts+=' -g --group -T --runtime --work --margin --overhead -P --period -D --deadline --reclaim --overrun-signal --move -t --tid -p --pid --split --startup --' ;;
+        run)
+                opts+=' -g --group --margin --overhead --' ;;
         calibrate)
                 opts+=' -g --group --duration'
                 if [[ $cur != -* && $npos -eq 0 ]]; then
